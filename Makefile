@@ -1,0 +1,55 @@
+# trainlab: two commands for a newcomer -- `make lab` and `make test`.
+# The virtual environment lives outside the clone, in a cache keyed by the hash of
+# requirements.txt, so a fresh clone reuses it and a pin change builds a new one.
+
+SHELL        := /bin/bash
+PYTHON       ?= python3
+PIN_HASH     := $(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('requirements.txt','rb').read()).hexdigest()[:12])")
+CACHE        ?= $(HOME)/.cache/trainlab
+VENV         ?= $(CACHE)/venv-$(PIN_HASH)
+VPY          := $(VENV)/bin/python
+READY        := $(VENV)/.trainlab-ready
+
+# Everything below runs the package from this clone and keeps compile caches between runs.
+export PYTHONPATH            := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
+export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
+export TRITON_CACHE_DIR      ?= $(CACHE)/triton
+export MPLBACKEND            ?= Agg
+
+.PHONY: help setup lab test test-gpu bench notebooks data clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
+
+setup: $(READY)  ## create the environment (once per pin-file version)
+
+$(READY): requirements.txt
+	@echo "trainlab: creating the environment in $(VENV)"
+	@rm -rf "$(VENV)"
+	$(PYTHON) -m venv "$(VENV)"
+	"$(VPY)" -m pip install --quiet --upgrade pip
+	"$(VPY)" -m pip install --quiet -r requirements.txt || { rm -rf "$(VENV)"; exit 1; }
+	@touch "$(READY)"
+
+lab: setup  ## open JupyterLab on the first notebook (127.0.0.1, token auth)
+	cd notebooks && MPLBACKEND= "$(VPY)" -m jupyter lab --ip=127.0.0.1 00_start_here.ipynb
+
+test: setup  ## run the whole CPU suite (unit tests and every notebook)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests
+
+test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
+	$(PYTHON) -m trainlab.gpu_suite
+
+bench: setup  ## run the benchmarks; tables to stdout, JSON to benchmarks/results/
+	"$(VPY)" -m benchmarks.run_all
+
+notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/
+	"$(VPY)" -m trainlab.notebooks
+
+data: setup  ## download and verify real CIFAR-10 into data/ (needs internet)
+	"$(VPY)" -m trainlab.data --download
+
+clean:  ## remove build outputs and caches inside the clone (not data/ or the venv)
+	rm -rf build .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

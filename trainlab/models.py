@@ -1,0 +1,120 @@
+"""The workbook's CIFAR models: an MLP, a small CNN that trains fast on a CPU, and a
+ResNet-style net for GPUs. All take (B, 3, 32, 32) float images and return (B, 10) logits,
+work in channels_last, and offer BatchNorm or GroupNorm: GroupNorm has no per-rank batch
+statistics, so the distributed modules (02, 03) can demand exact parity with one process.
+
+Used by notebook 00 (the baseline run), the labs and every module after it.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+MODELS = ("mlp", "cnn", "resnet")
+NORMS = ("batch", "group", "none")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "cnn"  # "mlp", "cnn" or "resnet"
+    width: int = 32  # channels of the first stage (hidden units / 8 for the MLP)
+    norm: str = "batch"  # "batch", "group" (distributed parity) or "none"
+    num_classes: int = 10
+
+
+def norm_layer(kind, channels):
+    if kind == "batch":
+        return nn.BatchNorm2d(channels)
+    if kind == "group":
+        return nn.GroupNorm(min(8, channels), channels)
+    return nn.Identity()
+
+
+def conv_block(c_in, c_out, norm):
+    """3x3 conv -> norm -> ReLU: the unit every CNN here is made of."""
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, padding=1, bias=norm == "none"),
+        norm_layer(norm, c_out),
+        nn.ReLU(inplace=True),
+    )
+
+
+class MLP(nn.Module):
+    """Flatten -> two hidden layers -> logits. Fast on any CPU; weak on images."""
+
+    def __init__(self, width=32, num_classes=10):
+        super().__init__()
+        hidden = 8 * width
+        self.net = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(3 * 32 * 32, hidden), nn.ReLU(inplace=True),
+            nn.Linear(hidden, hidden), nn.ReLU(inplace=True),
+            nn.Linear(hidden, num_classes),
+        )
+
+    def forward(self, x):  # (B, 3, 32, 32) -> (B, classes)
+        return self.net(x)
+
+
+class SmallCNN(nn.Module):
+    """Three conv stages with pooling, then a linear head: ~1.5k img/s training on 2 CPU cores."""
+
+    def __init__(self, width=32, norm="batch", num_classes=10):
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            conv_block(3, w, norm), nn.MaxPool2d(2),  # (B, w, 16, 16)
+            conv_block(w, 2 * w, norm), nn.MaxPool2d(2),  # (B, 2w, 8, 8)
+            conv_block(2 * w, 4 * w, norm), nn.AdaptiveMaxPool2d(1),  # (B, 4w, 1, 1)
+        )
+        self.head = nn.Linear(4 * w, num_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+class Residual(nn.Module):
+    """x + f(x), with f two conv blocks."""
+
+    def __init__(self, channels, norm):
+        super().__init__()
+        self.body = nn.Sequential(conv_block(channels, channels, norm), conv_block(channels, channels, norm))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class ResNet(nn.Module):
+    """A ResNet-9-style CIFAR net (the DAWNBench design): prep, three stages, two residuals."""
+
+    def __init__(self, width=64, norm="batch", num_classes=10):
+        super().__init__()
+        w = width
+        self.blocks = nn.Sequential(
+            conv_block(3, w, norm),  # (B, w, 32, 32)
+            conv_block(w, 2 * w, norm), nn.MaxPool2d(2), Residual(2 * w, norm),  # (B, 2w, 16, 16)
+            conv_block(2 * w, 4 * w, norm), nn.MaxPool2d(2),  # (B, 4w, 8, 8)
+            conv_block(4 * w, 8 * w, norm), nn.MaxPool2d(2), Residual(8 * w, norm),  # (B, 8w, 4, 4)
+            nn.AdaptiveMaxPool2d(1), nn.Flatten(),
+        )
+        self.head = nn.Linear(8 * w, num_classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+def build_model(cfg=ModelConfig()):
+    if cfg.name not in MODELS:
+        raise ValueError(f"model {cfg.name!r} is not known; use one of {MODELS}")
+    if cfg.norm not in NORMS:
+        raise ValueError(f"norm {cfg.norm!r} is not known; use one of {NORMS}")
+    if cfg.name == "mlp":
+        return MLP(cfg.width, cfg.num_classes)
+    if cfg.name == "cnn":
+        return SmallCNN(cfg.width, cfg.norm, cfg.num_classes)
+    return ResNet(cfg.width, cfg.norm, cfg.num_classes)
+
+
+def count_parameters(model):
+    return sum(p.numel() for p in model.parameters())

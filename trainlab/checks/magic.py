@@ -1,0 +1,27 @@
+"""The `%%lab NAME` cell magic: a lab's code as an editable cell, checked when run.
+
+    %load_ext trainlab.checks
+    %%lab warmup
+    <the lab's script, generated from labs/warmup.py; edit it to fix the bug>
+
+Running the cell saves its text and hands it to the exercise's check, which runs it in a
+child process and renders the verdict. The notebook kernel never executes the learner's
+script itself, so a crash or hang in it cannot take the kernel down.
+"""
+
+from trainlab.checks import exercises
+
+LAST_SOURCE = {}  # exercise name -> the text of the last %%lab cell run
+
+
+def lab(line, cell):
+    name = line.strip().split()[0] if line.strip() else ""
+    if not name:
+        raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.EXERCISES)))
+    exercise = exercises.get(name)
+    LAST_SOURCE[name] = cell
+    return exercise.check(cell)
+
+
+def load_ipython_extension(ipython):
+    ipython.register_magic_function(lab, magic_kind="cell", magic_name="lab")

@@ -1,0 +1,62 @@
+"""Broken training scripts in `labs/`: read one as its broken or its fixed version.
+
+A lab is a plain runnable script (`python labs/warmup.py`) that shows its bug. Its fix
+lives in the same file, in one place, so the solution notebook, the learner notebook,
+the checks, the tests and the benchmarks all take it from there:
+
+    optimizer.zero_grad()
+    loss.backward()
+    #+ optimizer.step()          <- a line of the fix (added in the fixed version)
+    lr = 10.0  # BUG             <- a line of the bug (removed in the fixed version)
+
+The learner sees neither marker: `source(name)` strips them. A header docstring names
+the symptom, category and cause id (`key: value` lines). Used by notebook cells written
+by `trainlab.notebooks`, by `trainlab.checks` and by the tests.
+"""
+
+import re
+from pathlib import Path
+
+LABS_DIR = Path(__file__).resolve().parent.parent / "labs"
+_FIX_LINE = re.compile(r"^(\s*)#\+ ?(.*)$")
+_BUG_TAG = re.compile(r"\s*# BUG\b.*$")
+
+
+def path(name):
+    file = LABS_DIR / f"{name}.py"
+    if not file.is_file():
+        known = ", ".join(sorted(p.stem for p in LABS_DIR.glob("*.py") if not p.stem.startswith("_")))
+        raise KeyError(f"no lab named {name!r} in {LABS_DIR}; known labs: {known}")
+    return file
+
+
+def raw(name):
+    return path(name).read_text()
+
+
+def source(name, fixed=False):
+    """The lab's text as the learner sees it (fixed=False) or with its fix applied."""
+    out = []
+    for line in raw(name).splitlines():
+        fix = _FIX_LINE.match(line)
+        if fix:
+            if fixed:
+                out.append(fix.group(1) + fix.group(2))
+            continue
+        if _BUG_TAG.search(line):
+            if not fixed:
+                out.append(_BUG_TAG.sub("", line))
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def metadata(name):
+    """The `key: value` lines of the lab's docstring header, as a dict."""
+    doc = re.match(r'\s*"""(.*?)"""', raw(name), re.S)
+    pairs = re.findall(r"^(\w[\w ]*):\s*(.+)$", doc.group(1) if doc else "", re.M)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def names():
+    return sorted(p.stem for p in LABS_DIR.glob("*.py") if not p.stem.startswith("_"))

@@ -1,0 +1,229 @@
+"""One runner for child processes: checks, the doctor and every multi-rank module use it.
+
+    result = run_python(source="print('hi')", timeout=20)      # a file or source text
+    result = run_distributed("labs/fsdp_train.py", nproc=2)    # torchrun, current interpreter
+
+Why children: learner code that crashes, hangs or corrupts state cannot take the notebook
+kernel down, and multi-rank code cannot run inside a kernel at all (mp.spawn needs
+importable functions). The child's output streams into the notebook as it comes; at the
+time limit, or on interrupt, the whole process tree is killed (torchrun puts each worker
+in its own session, so killing one process group is not enough); a failed rank is named
+with its error line.
+"""
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class ChildError(RuntimeError):
+    """A child process failed; .result holds its full output."""
+
+    def __init__(self, message, result):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class Result:
+    returncode: int | None  # None when killed at the time limit
+    output: str  # stdout and stderr, interleaved as printed
+    wall_s: float
+    timed_out: bool = False
+    failed_rank: int | None = None  # multi-rank runs: the first rank that failed
+    error: str = ""  # one line: what went wrong
+
+    @property
+    def ok(self):
+        return self.returncode == 0 and not self.timed_out
+
+    def check(self):
+        """Return self if the child succeeded, else raise ChildError with the reason."""
+        if not self.ok:
+            raise ChildError(self.error or f"child failed with exit code {self.returncode}", self)
+        return self
+
+
+def child_env(extra=None):
+    """The parent's environment plus the repository on PYTHONPATH (children import trainlab)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"  # stream lines as they are printed
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1))))
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env
+
+
+def run_python(path=None, *, source=None, args=(), timeout=60.0, env=None, stream=True, cwd=None):
+    """Run a Python file, or source text, in a child interpreter; return a Result."""
+    if (path is None) == (source is None):
+        raise ValueError("give exactly one of path= or source=")
+    with tempfile.TemporaryDirectory(prefix="trainlab-") as tmp:
+        if source is not None:
+            path = Path(tmp) / "cell.py"
+            path.write_text(source)
+        cmd = [sys.executable, str(path), *map(str, args)]
+        result = run_command(cmd, timeout=timeout, env=child_env(env), stream=stream, cwd=cwd)
+    if not result.ok and not result.error:
+        result.error = _describe_failure(result, last_error_line(result.output))
+    return result
+
+
+def run_distributed(script, *, nproc, args=(), timeout=120.0, env=None, stream=True, max_restarts=0, cwd=None):
+    """Launch script on nproc local ranks with torch.distributed.run; return a Result.
+
+    Rendezvous stays on localhost (--standalone). On failure, result.failed_rank and
+    result.error name the first rank that failed and its exception line.
+    """
+    if not isinstance(nproc, int) or nproc < 1:
+        raise ValueError(f"nproc={nproc!r}: the number of ranks must be an integer >= 1")
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+        f"--max-restarts={max_restarts}", "--tee=3",  # prefix every line with its rank
+        str(script), *map(str, args),
+    ]
+    extra = {"OMP_NUM_THREADS": "1", **(env or {})}  # ranks share the cores
+    result = run_command(cmd, timeout=timeout, env=child_env(extra), stream=stream, cwd=cwd)
+    if not result.ok:
+        rank = failed_rank(result.output)
+        result.failed_rank = rank
+        line = last_error_line(rank_output(result.output, rank)) if rank is not None else ""
+        code = failed_exitcode(result.output)
+        if code is not None and code < 0:
+            line = f"killed by signal {signal.Signals(-code).name}" + (f" ({line})" if line else "")
+        where = f"rank {rank}" if rank is not None else "a rank"
+        result.error = _describe_failure(result, f"{where} failed: {line or 'see the output above'}")
+    return result
+
+
+def run_command(cmd, *, timeout, env=None, stream=True, cwd=None):
+    """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=env, cwd=cwd, start_new_session=True,
+    )
+    chunks, timed_out = [], False
+    try:
+        timed_out = not _pump(proc, chunks, start + timeout, stream)
+    except BaseException:  # KeyboardInterrupt in the notebook: leave nothing behind
+        kill_tree(proc)
+        raise
+    if timed_out:
+        kill_tree(proc)
+    else:
+        proc.wait()
+        kill_tree(proc)  # daemons the child left behind go too
+    output = b"".join(chunks).decode(errors="replace")
+    return Result(None if timed_out else proc.returncode, output, time.perf_counter() - start, timed_out)
+
+
+def _pump(proc, chunks, deadline, stream):
+    """Copy the child's output until it closes (True) or the deadline passes (False)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return False
+            if not sel.select(timeout=min(left, 0.5)):
+                continue
+            data = os.read(fd, 65536)
+            if not data:  # EOF: the child (and everything holding its stdout) has finished
+                return True
+            chunks.append(data)
+            if stream:
+                sys.stdout.write(data.decode(errors="replace"))
+                sys.stdout.flush()
+
+
+def descendants(pid):
+    """All live descendant pids of pid (via `ps`, which Linux and macOS both have)."""
+    try:
+        table = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    children = {}
+    for line in table.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(proc, grace=3.0):
+    """SIGTERM the child's tree (torchrun forwards it to its workers), then SIGKILL what is left."""
+    tree = set(descendants(proc.pid))
+    if proc.poll() is None or tree:
+        _signal_all(proc.pid, tree, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        tree |= set(descendants(proc.pid))
+        _signal_all(proc.pid, tree, signal.SIGKILL)
+    proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+
+
+def _signal_all(root, pids, sig):
+    for target in (root, *pids):
+        for kill in (os.killpg, os.kill):  # its group (same session) and the process itself
+            try:
+                kill(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+)", re.S)
+ROOT_CAUSE_EXIT = re.compile(r"Root Cause.*?exitcode\s*:\s*(-?\d+)", re.S)
+ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt|Exit|Failed)\b.*$", re.M)
+
+
+def failed_rank(output):
+    """The first rank torchrun reports as failed (its "Root Cause" section), or None."""
+    match = ROOT_CAUSE.search(output)
+    return int(match.group(1)) if match else None
+
+
+def failed_exitcode(output):
+    match = ROOT_CAUSE_EXIT.search(output)
+    return int(match.group(1)) if match else None
+
+
+def rank_output(output, rank):
+    """The lines one local rank printed (torchrun's --tee prefix is [default<rank>]:)."""
+    prefix = f"[default{rank}]:"
+    lines = [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
+    return "\n".join(re.sub(r"^\[rank\d+\]:\s?", "", line) for line in lines)
+
+
+def last_error_line(text):
+    """The last line that looks like 'SomeError: message' (a traceback's final line)."""
+    matches = ERROR_LINE.findall(text)
+    return matches[-1].strip() if matches else ""
+
+
+def _describe_failure(result, detail):
+    if result.timed_out:
+        return f"timed out after {result.wall_s:.0f} s and was stopped (whole process tree killed)"
+    code = result.returncode
+    if code is not None and code < 0:
+        return f"killed by signal {signal.Signals(-code).name}" + (f"; {detail}" if detail else "")
+    return detail or f"exited with code {code}"

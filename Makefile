@@ -15,7 +15,6 @@ export PYTHONPATH            := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
-export MPLBACKEND            ?= Agg
 
 .PHONY: help setup lab test test-gpu bench notebooks data clean
 
@@ -33,7 +32,7 @@ $(READY): requirements.txt
 	@touch "$(READY)"
 
 lab: setup  ## open JupyterLab on the first notebook (127.0.0.1, token auth)
-	cd notebooks && MPLBACKEND= "$(VPY)" -m jupyter lab --ip=127.0.0.1 00_start_here.ipynb
+	cd notebooks && "$(VPY)" -m jupyter lab --ip=127.0.0.1 00_start_here.ipynb
 
 test: setup  ## run the whole CPU suite (unit tests and every notebook)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests

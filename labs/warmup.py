@@ -26,9 +26,9 @@ train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, **sta
 test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
 
 model = nn.Sequential(
-    nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveMaxPool2d(1),
+    nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveMaxPool2d(1),
     nn.Flatten(), nn.Linear(64, 10),
 ).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

@@ -68,7 +68,7 @@ class SmallCNN(nn.Module):
             conv_block(w, 2 * w, norm), nn.MaxPool2d(2),  # (B, 2w, 8, 8)
             conv_block(2 * w, 4 * w, norm), nn.AdaptiveMaxPool2d(1),  # (B, 4w, 1, 1)
         )
-        self.head = nn.Linear(4 * w, num_classes)
+        self.head = zero_init_head(nn.Linear(4 * w, num_classes))
 
     def forward(self, x):
         return self.head(self.features(x).flatten(1))
@@ -98,10 +98,17 @@ class ResNet(nn.Module):
             conv_block(4 * w, 8 * w, norm), nn.MaxPool2d(2), Residual(8 * w, norm),  # (B, 8w, 4, 4)
             nn.AdaptiveMaxPool2d(1), nn.Flatten(),
         )
-        self.head = nn.Linear(8 * w, num_classes)
+        self.head = zero_init_head(nn.Linear(8 * w, num_classes))
 
     def forward(self, x):
         return self.head(self.blocks(x))
+
+
+def zero_init_head(head):
+    """Zero the classifier so every class starts equally likely: loss at init = ln(classes)."""
+    nn.init.zeros_(head.weight)
+    nn.init.zeros_(head.bias)
+    return head
 
 
 def build_model(cfg=ModelConfig()):

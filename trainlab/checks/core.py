@@ -43,7 +43,7 @@ class TimedOut(Outcome):
     kind = "timed out"
 
 
-@dataclass
+@dataclass(repr=False)  # repr is the readable text: what papermill and consoles show
 class Verdict:
     exercise: str
     kind: str  # "pass", "incorrect", "error", "timed out", "not attempted"
@@ -58,6 +58,8 @@ class Verdict:
         head = {"pass": "Correct", "incorrect": "Incorrect", "error": "Your code raised an error",
                 "timed out": "Timed out", "not attempted": "Not attempted yet"}[self.kind]
         return f"[{self.exercise}] {head}: {self.message}" + (f"\n{self.details}" if self.details else "")
+
+    __repr__ = __str__
 
     def _repr_html_(self):
         color = {"pass": "#1a7f37", "not attempted": "#6e7781"}.get(self.kind, "#cf222e")
@@ -159,7 +161,8 @@ class LabExercise(Exercise):
             spec, report = Path(tmp) / "spec.json", Path(tmp) / "report.json"
             variants = [{"name": n, "source": s} for n, s in sources.items()]
             spec.write_text(json.dumps({"variants": variants, "max_steps": self.max_steps, "device": device}))
-            result = runner.run_python(harness.__file__, args=[spec, report], timeout=self.timeout, stream=stream)
+            limit = self.timeout * len(variants)  # each variant gets `timeout` seconds
+            result = runner.run_python(harness.__file__, args=[spec, report], timeout=limit, stream=stream)
             state = json.loads(report.read_text()) if report.exists() else {"running": None, "variants": {}}
         reports = state["variants"]
         if state["running"]:  # the variant in flight when the child hung or died

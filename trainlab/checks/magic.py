@@ -20,7 +20,7 @@ def lab(line, cell):
         raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.EXERCISES)))
     exercise = exercises.get(name)
     LAST_SOURCE[name] = cell
-    return exercise.check(cell)
+    exercise.check(cell)  # renders the verdict; returns nothing so it is not shown twice
 
 
 def load_ipython_extension(ipython):

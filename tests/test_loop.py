@@ -1,0 +1,88 @@
+"""trainlab.loop: it learns, shuffled labels do not, bf16 autocast on CPU, no per-step sync."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from trainlab.data import load_images
+from trainlab.loop import TrainConfig, smoke, train
+from trainlab.record import RunRecord
+
+
+def small(small_data, device="cpu", **changes):
+    return TrainConfig(device=device, data=small_data, epochs=3, batch_size=64, log_every=10, **changes)
+
+
+@pytest.fixture(scope="module")
+def learned(small_data):
+    return train(small(small_data), progress=False)
+
+
+def test_reference_loop_learns_the_synthetic_set(learned):
+    assert learned.final_accuracy > 0.35  # chance is 0.10
+    assert learned.finite and learned.steps == 3 * (4000 // 64)
+    assert sum(learned.loss[-10:]) / 10 < sum(learned.loss[:10]) / 10 - 0.3
+
+
+def test_shuffled_labels_stay_at_chance(small_data, learned):
+    images = load_images(small_data)
+    perm = torch.randperm(len(images.train_y), generator=torch.Generator().manual_seed(1))
+    shuffled = dataclasses.replace(images, train_y=images.train_y[perm])
+    record = train(small(small_data), images=shuffled, progress=False)
+    assert record.final_accuracy < 0.16
+    assert learned.final_accuracy > record.final_accuracy + 0.2
+
+
+def test_bf16_autocast_runs_on_cpu(small_data):
+    seen = []
+    cfg = dataclasses.replace(smoke(small(small_data)), precision="bf16")
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 10))
+    model[1].register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+    record = train(cfg, model=model, progress=False)
+    assert record.precision == "bf16" and seen and all(d == torch.bfloat16 for d in seen)
+    assert record.finite
+
+
+def test_host_reads_happen_only_at_log_points(small_data, monkeypatch):
+    # Every host read of a device value goes through tolist/item/__float__ in the loop.
+    calls = []
+    for name in ("tolist", "item", "__float__"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *a, _original=original, **k):
+            calls.append(1)
+            return _original(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    cfg = dataclasses.replace(small(small_data), epochs=1, log_every=20)
+    record = train(cfg, progress=False)
+    intervals = len(record.interval_step)
+    assert record.steps == 62 and intervals == 4
+    # Two reads per log point (losses, norms), plus per epoch: train and test accuracy.
+    assert len(calls) <= 2 * intervals + 2 + 1
+
+
+def test_record_round_trips_through_json(learned, tmp_path):
+    path = tmp_path / "run.json"
+    learned.save(path)
+    again = RunRecord.from_json(path.read_text())
+    assert again.loss == learned.loss and again.test_accuracy == learned.test_accuracy
+    assert again.data_source == "synthetic" and "torch" in again.versions
+    assert json.loads(path.read_text())["config"]["batch_size"] == 64
+
+
+def test_divergence_stops_the_run_with_a_reason(small_data):
+    cfg = dataclasses.replace(small(small_data), lr=1e6, precision="fp32", epochs=1)
+    record = train(cfg, progress=False)
+    assert "non-finite loss" in record.stopped and not record.finite
+
+
+def test_bad_config_values_are_rejected(small_data):
+    with pytest.raises(ValueError, match="optimizer='lamb'"):
+        train(dataclasses.replace(small(small_data), optimizer="lamb"), progress=False)
+    with pytest.raises(ValueError, match="precision='fp8'"):
+        train(dataclasses.replace(small(small_data), precision="fp8"), progress=False)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        train(dataclasses.replace(small(small_data), device="cuda"), progress=False)

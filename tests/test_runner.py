@@ -1,0 +1,116 @@
+"""trainlab.runner: raising, hanging and signal-killed children; failed ranks; no orphans."""
+
+import os
+import textwrap
+import time
+
+import pytest
+
+from trainlab import runner
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes (its parent has not reaped it yet).
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_output_streams_and_success(capsys):
+    result = runner.run_python(source="print('hello from the child')", timeout=30)
+    assert result.ok and result.returncode == 0
+    assert "hello from the child" in result.output
+    assert "hello from the child" in capsys.readouterr().out  # streamed as it came
+
+
+def test_child_that_raises_is_reported_with_its_error():
+    result = runner.run_python(source="raise KeyError('boom')", timeout=30, stream=False)
+    assert not result.ok and result.returncode == 1
+    assert result.error == "KeyError: 'boom'"
+    with pytest.raises(runner.ChildError, match="KeyError"):
+        result.check()
+
+
+def test_hanging_child_and_its_grandchild_are_killed_at_the_time_limit(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    source = textwrap.dedent(f"""
+        import subprocess, sys, time
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+        open({str(pid_file)!r}, "w").write(str(p.pid))
+        print("started", flush=True)
+        time.sleep(300)
+    """)
+    start = time.perf_counter()
+    result = runner.run_python(source=source, timeout=4, stream=False)
+    assert result.timed_out and not result.ok and result.returncode is None
+    assert "timed out" in result.error and time.perf_counter() - start < 15
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not alive(grandchild), "a grandchild in its own session survived"
+
+
+def test_child_killed_by_a_signal_names_the_signal():
+    result = runner.run_python(source="import os, signal; os.kill(os.getpid(), signal.SIGKILL)", timeout=30,
+                               stream=False)
+    assert result.returncode == -9 and result.error.startswith("killed by signal SIGKILL")
+
+
+def test_failed_rank_is_named_with_its_error(tmp_path):
+    script = tmp_path / "bad_rank.py"
+    script.write_text(textwrap.dedent("""
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        if dist.get_rank() == 1:
+            raise ValueError("rank one cannot read its shard")
+        dist.barrier()
+    """))
+    result = runner.run_distributed(script, nproc=2, timeout=60, stream=False)
+    assert not result.ok and result.failed_rank == 1
+    assert result.error == "rank 1 failed: ValueError: rank one cannot read its shard"
+
+
+def test_killed_rank_is_named_and_no_worker_survives(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "killed_rank.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, signal, time
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        open(os.path.join({str(pids)!r}, str(dist.get_rank())), "w").write(str(os.getpid()))
+        dist.barrier()
+        if dist.get_rank() == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(300)  # rank 0 would wait forever
+    """))
+    result = runner.run_distributed(script, nproc=2, timeout=60, stream=False)
+    assert result.failed_rank == 1 and "SIGKILL" in result.error
+    for f in pids.iterdir():
+        assert not alive(int(f.read_text())), f"rank {f.name} survived"
+
+
+def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "hang.py"
+    script.write_text(f"import os, time\nopen(os.path.join({str(pids)!r}, os.environ['RANK']), 'w')"
+                      ".write(str(os.getpid()))\ntime.sleep(300)\n")
+    result = runner.run_distributed(script, nproc=2, timeout=8, stream=False)
+    assert result.timed_out and "timed out" in result.error
+    time.sleep(0.2)
+    assert len(list(pids.iterdir())) == 2
+    for f in pids.iterdir():
+        assert not alive(int(f.read_text())), f"rank {f.name} survived"
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="exactly one"):
+        runner.run_python()
+    with pytest.raises(ValueError, match="nproc=0"):
+        runner.run_distributed("x.py", nproc=0)

@@ -38,10 +38,10 @@ test: setup  ## run the whole CPU suite (unit tests and every notebook)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
-	$(PYTHON) -m trainlab.gpu_suite
+	$(PYTHON) trainlab/gpu_suite.py
 
 bench: setup  ## run the benchmarks; tables to stdout, JSON to benchmarks/results/
-	"$(VPY)" -m benchmarks.run_all
+	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE))
 
 notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/
 	"$(VPY)" -m trainlab.notebooks

@@ -11,9 +11,6 @@ matplotlib.use("Agg")
 DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
-
 
 @pytest.fixture
 def device():

@@ -17,20 +17,24 @@ def small(small_data, device="cpu", **changes):
 
 @pytest.fixture(scope="module")
 def learned(small_data):
-    return train(small(small_data), progress=False)
+    from tests.conftest import DEVICE
+
+    return train(small(small_data, device=DEVICE), progress=False)
 
 
+@pytest.mark.device
 def test_reference_loop_learns_the_synthetic_set(learned):
     assert learned.final_accuracy > 0.35  # chance is 0.10
     assert learned.finite and learned.steps == 3 * (4000 // 64)
     assert sum(learned.loss[-10:]) / 10 < sum(learned.loss[:10]) / 10 - 0.3
 
 
-def test_shuffled_labels_stay_at_chance(small_data, learned):
+@pytest.mark.device
+def test_shuffled_labels_stay_at_chance(small_data, learned, device):
     images = load_images(small_data)
     perm = torch.randperm(len(images.train_y), generator=torch.Generator().manual_seed(1))
     shuffled = dataclasses.replace(images, train_y=images.train_y[perm])
-    record = train(small(small_data), images=shuffled, progress=False)
+    record = train(small(small_data, device=device), images=shuffled, progress=False)
     assert record.final_accuracy < 0.16
     assert learned.final_accuracy > record.final_accuracy + 0.2
 
@@ -45,7 +49,8 @@ def test_bf16_autocast_runs_on_cpu(small_data):
     assert record.finite
 
 
-def test_host_reads_happen_only_at_log_points(small_data, monkeypatch):
+@pytest.mark.device
+def test_host_reads_happen_only_at_log_points(small_data, monkeypatch, device):
     # Every host read of a device value goes through tolist/item/__float__ in the loop.
     calls = []
     for name in ("tolist", "item", "__float__"):
@@ -56,7 +61,7 @@ def test_host_reads_happen_only_at_log_points(small_data, monkeypatch):
             return _original(self, *a, **k)
 
         monkeypatch.setattr(torch.Tensor, name, counted)
-    cfg = dataclasses.replace(small(small_data), epochs=1, log_every=20)
+    cfg = dataclasses.replace(small(small_data, device=device), epochs=1, log_every=20)
     record = train(cfg, progress=False)
     intervals = len(record.interval_step)
     assert record.steps == 62 and intervals == 4

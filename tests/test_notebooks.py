@@ -81,6 +81,7 @@ def executed_learner():
     return {name: execute("notebooks", name, seed=1) for name in SOLUTIONS}
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("name", SOLUTIONS)
 def test_solution_notebook_runs_and_its_checks_pass(executed, name):
     text = texts(executed[name])
@@ -88,6 +89,7 @@ def test_solution_notebook_runs_and_its_checks_pass(executed, name):
     assert "Incorrect" not in text and "Not attempted" not in text
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("name", SOLUTIONS)
 def test_learner_notebook_runs_and_checks_report_not_attempted(executed_learner, name):
     nb = executed_learner[name]
@@ -96,6 +98,7 @@ def test_learner_notebook_runs_and_checks_report_not_attempted(executed_learner,
         assert "Not attempted yet" in texts(nbformat.v4.new_notebook(cells=[cell]))
 
 
+@pytest.mark.device
 def test_quoted_numbers_are_measured_and_change_with_the_seed(executed, executed_learner):
     name = "00_start_here.ipynb"
     seed0 = texts(executed[name], "baseline-summary")

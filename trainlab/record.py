@@ -64,6 +64,13 @@ class RunRecord:
     def finite(self):
         return all(math.isfinite(x) for x in self.loss)
 
+    def mean_images_per_s(self):
+        """Training images per second over all log intervals (evaluation time excluded)."""
+        batch = self.config.get("batch_size", 0)
+        bounds = [0, *self.interval_step]
+        seconds = sum((b - a) * batch / rate for a, b, rate in zip(bounds, bounds[1:], self.images_per_s))
+        return bounds[-1] * batch / seconds if seconds else float("nan")
+
     def median_images_per_s(self):
         rates = sorted(self.images_per_s[1:] or self.images_per_s)  # first interval holds warm-up
         return rates[len(rates) // 2] if rates else float("nan")

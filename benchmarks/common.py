@@ -1,0 +1,41 @@
+"""Shared benchmark plumbing: machine description, JSON results, printed tables."""
+
+import datetime
+import json
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine(device):
+    info = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "python": platform.python_version(), "device": str(device)}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    else:
+        info["cpu"] = platform.processor() or platform.machine()
+        info["cores"] = os.cpu_count()
+        info["threads"] = torch.get_num_threads()
+    return info
+
+
+def write_result(name, payload):
+    """Write results/<name>.json (atomically) and return its path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def table(rows, columns):
+    """Rows of dicts as a fixed-width text table (also valid Markdown)."""
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = lambda vals: "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths)) + " |"  # noqa: E731
+    return "\n".join([line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells)])

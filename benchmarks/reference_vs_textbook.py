@@ -20,22 +20,30 @@ from trainlab.profiling import shares, time_split
 from trainlab.textbook import train_textbook
 
 
-def measure(name, run, device, steps, profiled_steps=20):
-    """Throughput from a plain run; the time split from a shorter profiled run (the
+def measure(loops, device, steps, rounds=3, profiled_steps=20):
+    """Median images/s per loop over `rounds` interleaved rounds (so drift on a shared machine
+    hits every loop alike), then the time split from a shorter profiled run of each (the
     profiler slows every op, so it must not time the throughput)."""
-    run(max(steps // 5, 5))  # warm-up: allocator, caches, lazy init
-    record = run(steps)
-    images_per_s = record.mean_images_per_s()  # training only: evaluation time excluded
-    split, _ = time_split(lambda: run(profiled_steps), device)
-    row = {"loop": name, "images/s": round(images_per_s), "precision": record.precision}
-    row.update({f"{k} %": round(100 * v, 1) for k, v in shares(split).items()})
-    return row, split
+    for run in loops.values():
+        run(max(steps // 5, 5))  # warm-up: allocator, caches, lazy init
+    rates = {name: [] for name in loops}
+    for _ in range(rounds):
+        for name, run in loops.items():
+            rates[name].append(run(steps).mean_images_per_s())  # evaluation time excluded
+    rows, splits = [], {}
+    for name, run in loops.items():
+        splits[name], record = time_split(lambda: run(profiled_steps), device)
+        row = {"loop": name, "images/s": round(sorted(rates[name])[rounds // 2]), "precision": record.precision,
+               "spread %": round(100 * (max(rates[name]) - min(rates[name])) / max(rates[name]), 1)}
+        row.update({f"{k} %": round(100 * v, 1) for k, v in shares(splits[name]).items()})
+        rows.append(row)
+    return rows, splits
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--model", default="cnn")
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
@@ -55,14 +63,11 @@ def main(argv=None):
     if best != "fp32":
         loops[f"+ {best} autocast (reference)"] = reference(best)
 
-    rows, splits = [], {}
-    for name, run in loops.items():
-        row, splits[name] = measure(name, run, device, args.steps)
-        rows.append(row)
+    rows, splits = measure(loops, device, args.steps)
     textbook_rate = rows[0]["images/s"]
     for row in rows:
         row["vs textbook"] = f"{row['images/s'] / textbook_rate:.2f}x"
-    print(table(rows, ["loop", "precision", "images/s", "vs textbook", "compute %", "data %", "sync %"]))
+    print(table(rows, ["loop", "precision", "images/s", "spread %", "vs textbook", "compute %", "data %", "sync %"]))
     payload = {"benchmark": "reference_vs_textbook", "machine": machine(device), "model": args.model,
                "data": images.source, "steps": args.steps, "batch_size": base.batch_size, "rows": rows,
                "splits_s": splits, "ratio_best_vs_textbook": rows[-1]["images/s"] / textbook_rate}

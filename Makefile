@@ -23,7 +23,9 @@ help:  ## list the targets
 
 setup: $(READY)  ## create the environment (once per pin-file version)
 
-$(READY): requirements.txt
+# No prerequisite on requirements.txt: its hash is in the path, so a fresh clone (newer
+# mtimes) reuses a matching environment and a changed pin file gets a new one.
+$(READY):
 	@echo "trainlab: creating the environment in $(VENV)"
 	@rm -rf "$(VENV)"
 	$(PYTHON) -m venv "$(VENV)"

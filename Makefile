@@ -34,7 +34,7 @@ $(READY):
 	@touch "$(READY)"
 
 lab: setup  ## open JupyterLab on the first notebook (127.0.0.1, token auth)
-	cd notebooks && "$(VPY)" -m jupyter lab --ip=127.0.0.1 00_start_here.ipynb
+	cd notebooks && "$(VPY)" -m jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) 00_start_here.ipynb
 
 test: setup  ## run the whole CPU suite (unit tests and every notebook)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests

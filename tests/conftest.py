@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 # `make test` hides GPUs; `make test-gpu` sets TRAINLAB_TEST_DEVICE=cuda for tests marked `device`.
 DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
 
+
 @pytest.fixture
 def device():
     return DEVICE

@@ -17,9 +17,9 @@ SOLUTIONS = sorted(p.name for p in (REPO / "solutions").glob("*.ipynb"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
-def execute(folder, name, **parameters):
+def execute(folder, name, tag="", **parameters):
     BUILD.mkdir(parents=True, exist_ok=True)
-    out = BUILD / f"{folder}-{name}"
+    out = BUILD / f"{folder}-{tag}{name}"
     params = {"device": os.environ.get("TRAINLAB_TEST_DEVICE", "cpu"), "smoke": True, **parameters}
     papermill.execute_notebook(str(REPO / folder / name), str(out), parameters=params, kernel_name="python3",
                                cwd=str(REPO / "notebooks"), progress_bar=False)
@@ -109,4 +109,4 @@ def test_quoted_numbers_are_measured_and_change_with_the_seed(executed, executed
 
 def test_invalid_parameters_fail_at_once_naming_the_parameter():
     with pytest.raises(papermill.PapermillExecutionError, match="parameter device='tpu'"):
-        execute("solutions", "00_start_here.ipynb", device="tpu")
+        execute("solutions", "00_start_here.ipynb", tag="bad-device-", device="tpu")

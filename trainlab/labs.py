@@ -54,8 +54,8 @@ def source(name, fixed=False):
 def metadata(name):
     """The `key: value` lines of the lab's docstring header, as a dict."""
     doc = re.match(r'\s*"""(.*?)"""', raw(name), re.S)
-    pairs = re.findall(r"^(\w[\w ]*):\s*(.+)$", doc.group(1) if doc else "", re.M)
-    return {k.strip(): v.strip() for k, v in pairs}
+    pairs = re.findall(r"^(symptom|category|cause):\s*(.+)$", doc.group(1) if doc else "", re.M)
+    return {k: v.strip() for k, v in pairs}
 
 
 def names():

@@ -142,10 +142,16 @@ class LabExercise(Exercise):
     in the same child with the same seed and `max_steps`.
     """
 
-    def __init__(self, name, hints=(), max_steps=120, min_gap_closed=0.5, chance=0.1, timeout=25.0):
+    def __init__(self, name, hints=(), max_steps=120, min_gap_closed=0.5, chance=0.1, timeout=25.0,
+                 low_precision=False, max_data_wait=None, max_host_reads=None, max_graph_growth=None):
         super().__init__()
         self.name, self.hints, self.max_steps = name, tuple(hints), max_steps
         self.min_gap_closed, self.chance, self.timeout = min_gap_closed, chance, timeout
+        # Mechanism requirements, judged on what the probe measured in the learner's run:
+        self.low_precision = low_precision  # fp16/bf16 autocast must stay on
+        self.max_data_wait = max_data_wait  # share of step time spent waiting for batches
+        self.max_host_reads = max_host_reads  # host reads (device syncs) per step
+        self.max_graph_growth = max_graph_growth  # bytes of autograd graph kept alive per step
 
     def broken_source(self):
         return labs.source(self.name, fixed=False)
@@ -157,20 +163,23 @@ class LabExercise(Exercise):
 
     def measure(self, sources, device="cpu", stream=False):
         """Run {variant name: source} in one child; return {name: report} (the raw measurements)."""
-        with tempfile.TemporaryDirectory(prefix="trainlab-check-") as tmp:
-            spec, report = Path(tmp) / "spec.json", Path(tmp) / "report.json"
-            variants = [{"name": n, "source": s} for n, s in sources.items()]
-            spec.write_text(json.dumps({"variants": variants, "max_steps": self.max_steps, "device": device}))
-            limit = self.timeout * len(variants)  # each variant gets `timeout` seconds
-            result = runner.run_python(harness.__file__, args=[spec, report], timeout=limit, stream=stream)
-            state = json.loads(report.read_text()) if report.exists() else {"running": None, "variants": {}}
-        reports = state["variants"]
-        if state["running"]:  # the variant in flight when the child hung or died
-            status = "timeout" if result.timed_out else "crashed"
-            reports[state["running"]] = {"status": status, "error": result.error, "output": result.output[-3000:]}
-        elif not result.ok:
-            raise RuntimeError(f"the check's own child failed: {result.error}\n{result.output[-3000:]}")
-        return reports
+        variants = [{"name": n, "source": src, "max_steps": self.max_steps} for n, src in sources.items()]
+        return run_variants(variants, device, self.timeout * len(variants), stream)
+
+    def _judge_mechanism(self, mine):
+        if self.low_precision and _low_precision_share(mine) < 0.5:
+            raise Incorrect("mixed precision is off: only "
+                            f"{_low_precision_share(mine):.0%} of layer outputs are fp16/bf16. Fix the bug and keep "
+                            "autocast on; switching to fp32 hides the problem and gives up the speed")
+        if self.max_data_wait is not None and mine["data_wait_share"] > self.max_data_wait:
+            raise Incorrect(f"{mine['data_wait_share']:.0%} of each step is still spent waiting for data "
+                            f"(at most {self.max_data_wait:.0%} is needed)")
+        if self.max_host_reads is not None and mine["host_reads_per_step"] > self.max_host_reads:
+            raise Incorrect(f"{mine['host_reads_per_step']} host reads (device syncs) per step remain "
+                            f"(at most {self.max_host_reads} is needed)")
+        if self.max_graph_growth is not None and mine["saved_growth_per_step"] > self.max_graph_growth:
+            raise Incorrect(f"memory held by autograd graphs still grows by {mine['saved_growth_per_step'] / 1e6:.1f} MB "
+                            "per step: something keeps each step's graph alive")
 
     def judge(self, source):
         if _normalise(source) == _normalise(self.broken_source()):
@@ -193,14 +202,43 @@ class LabExercise(Exercise):
         if mine["steps"] < self.max_steps:
             raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps} "
                             "(the training loop or optimizer.step() is missing?)")
+        self._judge_mechanism(mine)
         if mine.get("accuracy") is None:
-            raise Incorrect("keep the names `model` and `test_loader`: the check evaluates them")
+            raise Incorrect("keep the names `model` and `test_loader`: the check evaluates them"
+                            + (f" ({mine['eval_error']})" if mine.get("eval_error") else ""))
         acc, best = mine["accuracy"], ref["accuracy"]
         needed = self.chance + self.min_gap_closed * (best - self.chance)
         numbers = f"test accuracy {acc:.1%} after {mine['steps']} steps; the solution reaches {best:.1%}, chance is {self.chance:.0%}"
         if acc < needed:
             raise Incorrect(f"{numbers}; at least {needed:.1%} is needed")
         return numbers
+
+
+def run_variants(variants, device="cpu", timeout=60.0, stream=False):
+    """Run [{name, source, max_steps}] one after another in one child; return {name: report}.
+
+    One child for many variants: one torch import and one data load. If the child hangs or
+    dies, the variant it was running is reported as "timeout" or "crashed" and the ones not
+    yet run are missing from the result.
+    """
+    with tempfile.TemporaryDirectory(prefix="trainlab-check-") as tmp:
+        spec, report = Path(tmp) / "spec.json", Path(tmp) / "report.json"
+        spec.write_text(json.dumps({"variants": variants, "device": device}))
+        result = runner.run_python(harness.__file__, args=[spec, report], timeout=timeout, stream=stream)
+        state = json.loads(report.read_text()) if report.exists() else {"running": None, "variants": {}}
+    reports = state["variants"]
+    if state["running"]:  # the variant in flight when the child hung or died
+        status = "timeout" if result.timed_out else "crashed"
+        reports[state["running"]] = {"status": status, "error": result.error, "output": result.output[-3000:]}
+    elif not result.ok:
+        raise RuntimeError(f"the check's own child failed: {result.error}\n{result.output[-3000:]}")
+    return reports
+
+
+def _low_precision_share(report):
+    dtypes = report.get("output_dtypes", {})
+    low = sum(n for d, n in dtypes.items() if d in ("torch.float16", "torch.bfloat16"))
+    return low / max(sum(dtypes.values()), 1)
 
 
 def assert_passed(exercise, source):

@@ -4,6 +4,7 @@ Each module adds its own here (module 01's labs, 02's FSDP mistakes, ...).
 """
 
 from trainlab.checks.core import LabExercise
+from trainlab.checks.debugging import DEBUGGING
 
 EXERCISES = {
     "warmup": LabExercise(
@@ -15,6 +16,7 @@ EXERCISES = {
         ),
         max_steps=120,
     ),
+    **{exercise.name: exercise for exercise in DEBUGGING},
 }
 
 

@@ -3,10 +3,10 @@
     python -m trainlab.checks.harness SPEC.json REPORT.json
 
 SPEC lists variants (name, source) plus max_steps and device. Each variant runs in turn
-in a fresh namespace with the same seed. Global hooks, installed before the script runs,
-count optimizer steps, capture every scalar loss handed to backward(), and stop the script
-after max_steps steps or backward calls (by raising a BaseException the script's own `except Exception` cannot
-swallow). Then the harness evaluates the script's `model` on its `test_loader` itself.
+in a fresh namespace with the same seed, under the doctor's Probe (global hooks installed
+before the script runs: steps, losses, host reads, data waiting, live graph bytes, output
+dtypes), which stops it after max_steps steps or backward calls. Then the harness
+evaluates the script's `model` on its `test_loader` itself.
 
 The report is rewritten after each variant, so a variant that hangs is identified by the
 parent (the "running" field) after it kills this process. The verdict is computed in the
@@ -14,51 +14,14 @@ parent (`trainlab.checks.core`), never here.
 """
 
 import json
-import math
 import os
 import sys
 import time
 import traceback
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 
-
-class StopTraining(BaseException):
-    """Raised from the optimizer hook once max_steps steps have run."""
-
-
-class Probe:
-    """Counts steps and records losses for one variant, through global hooks."""
-
-    def __init__(self, max_steps):
-        self.max_steps, self.steps, self.losses = max_steps, 0, []
-        self._backward = torch.Tensor.backward
-        self._handle = None
-
-    def __enter__(self):
-        probe = self
-
-        def backward(tensor, *args, **kwargs):
-            if len(probe.losses) >= probe.max_steps:  # a script that never steps stops here
-                raise StopTraining
-            if tensor.numel() == 1:
-                probe.losses.append(float(tensor.detach().float()))
-            return probe._backward(tensor, *args, **kwargs)
-
-        def after_step(optimizer, args, kwargs):
-            probe.steps += 1
-            if probe.steps >= probe.max_steps:
-                raise StopTraining
-
-        torch.Tensor.backward = backward
-        self._handle = register_optimizer_step_post_hook(after_step)
-        return self
-
-    def __exit__(self, *exc):
-        torch.Tensor.backward = self._backward
-        self._handle.remove()
-        return False
+from trainlab.doctor.probe import Probe, StopTraining
 
 
 @torch.no_grad()
@@ -68,9 +31,10 @@ def held_out_accuracy(namespace):
     if not isinstance(model, torch.nn.Module) or loader is None:
         return None
     model.eval()
+    dtype = next(model.parameters()).dtype  # a model kept in fp16 is evaluated in fp16
     correct = seen = 0
     for x, y in loader:
-        correct += int((model(x).argmax(1) == y).sum())
+        correct += int((model(x.to(dtype) if x.is_floating_point() else x).argmax(1) == y).sum())
         seen += len(y)
     return correct / max(seen, 1)
 
@@ -80,20 +44,21 @@ def run_variant(name, source, max_steps, seed=0):
     namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     start = time.perf_counter()
-    with Probe(max_steps) as probe:
+    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
         except StopTraining:
             pass
         except Exception as exc:  # the learner's own error: reported with their traceback
             report.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=_learner_traceback())
-    report.update(steps=probe.steps, losses=probe.losses, wall_s=time.perf_counter() - start)
+    report.update(probe.summary(), wall_s=time.perf_counter() - start)
+    report["accuracy"] = None
     if report["status"] == "ok":
         try:
-            report["accuracy"] = held_out_accuracy(namespace)
-        except Exception as exc:
-            report.update(status="error", error=f"evaluating the model failed: {exc}", traceback=_learner_traceback())
-    report["finite"] = all(math.isfinite(x) for x in probe.losses)
+            with probe.internal():
+                report["accuracy"] = held_out_accuracy(namespace)
+        except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal
+            report["eval_error"] = f"{type(exc).__name__}: {exc}"
     return report
 
 
@@ -113,7 +78,7 @@ def main(spec_path, report_path):
         results["running"] = variant["name"]
         _write(report_path, results)
         results["variants"][variant["name"]] = run_variant(
-            variant["name"], variant["source"], spec["max_steps"], spec.get("seed", 0)
+            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0)
         )
         results["running"] = None
         _write(report_path, results)

@@ -1,0 +1,68 @@
+"""Slow: per-sample bookkeeping that reads the device thousands of times a step.
+
+symptom: slow
+category: device
+cause: host-syncs-in-loop
+
+Per-class accuracy and loss tracked with Python loops over the batch: every int() and float() of a
+tensor element is a host read (a device synchronisation on a GPU), hundreds per step.
+
+Run it: `python labs/slow_host_syncs.py`. Notebook 01 hands it to you as an exercise cell.
+"""
+
+import os
+
+import torch
+from torch import nn
+
+from trainlab.data import DataConfig, DeviceLoader, load_images
+
+device = torch.device(os.environ.get("TRAINLAB_DEVICE", "cpu"))
+torch.manual_seed(0)
+
+images = load_images(DataConfig())
+stats = dict(mean=images.mean, std=images.std, device=device)
+train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, **stats)
+test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
+
+
+def make_model():
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+
+
+model = make_model()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss(reduction="none")
+seen = torch.zeros(10, device=device)
+hits = torch.zeros(10, device=device)
+class_loss = torch.zeros(10, device=device)
+confusion = torch.zeros(10, 10, device=device)
+
+for epoch in range(2):
+    train_loader.set_epoch(epoch)
+    for step, (x, y) in enumerate(train_loader):
+        logits = model(x)
+        per_sample = loss_fn(logits, y)
+        loss = per_sample.mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        pred = logits.argmax(1)
+        for i in range(len(y)):  # BUG: per-element host reads, every step
+            label = int(y[i])  # BUG
+            seen[label] += 1  # BUG
+            hits[label] += int(pred[i] == y[i])  # BUG
+            class_loss[label] += float(per_sample[i])  # BUG
+            confusion[label, int(pred[i])] += 1  # BUG
+        #+ seen += torch.bincount(y, minlength=10)  # the same bookkeeping, on the device
+        #+ hits += torch.bincount(y[pred == y], minlength=10)
+        #+ class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)
+        #+ confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)
+        if step % 20 == 0:
+            print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
+print("per-class train accuracy", (hits / seen.clamp(min=1)).tolist())
+
+model.eval()
+with torch.no_grad():
+    correct = sum((model(x).argmax(1) == y).sum().item() for x, y in test_loader)
+print(f"test accuracy {correct / len(images.test_y):.1%}")

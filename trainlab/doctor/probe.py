@@ -1,0 +1,283 @@
+"""Instrument an unmodified training script from outside, through global hooks.
+
+    with Probe(max_steps=200, time_limit_s=60) as probe:
+        runpy.run_path("train.py", run_name="__main__")   # stops itself after max_steps
+    probe.summary()                                        # plain numbers, JSON-ready
+
+Nothing in the script changes. Installed for the duration of the `with` block:
+- an optimizer step post-hook: counts steps, records each group's LR, and stops the run
+  (StopTraining, a BaseException the script's `except Exception` cannot swallow) after
+  max_steps steps or time_limit_s seconds; a wrapper on Tensor.backward records every
+  scalar loss and, on early steps, whether gradients were left over from the last step;
+- a global module forward hook: the root model (outermost call), its input statistics and
+  outputs, output dtypes, the first module whose output is non-finite from finite inputs,
+  ReLU dead fractions, and which parameters the forward pass really uses;
+- wrappers on F.cross_entropy/nll_loss (targets, whether inputs look like probabilities),
+  on host reads (item, tolist, bool/int/float of a tensor: each a device sync on a GPU),
+  and on DataLoader iteration (time spent waiting for batches);
+- saved-tensor hooks: bytes held by live autograd graphs, read after every step
+  (a graph kept alive across steps shows as growth).
+Used by `trainlab.doctor` (diagnosis) and `trainlab.checks.harness` (exercise checks).
+"""
+
+import math
+import time
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.data import dataloader
+
+DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
+HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
+
+
+class StopTraining(BaseException):
+    """Raised inside the script once the probe has seen enough steps."""
+
+
+class _Saved:
+    """Holder returned by the saved-tensor pack hook; its death means the graph let go."""
+
+    __slots__ = ("tensor", "nbytes", "probe", "__weakref__")
+
+    def __init__(self, tensor, probe):
+        self.tensor, self.probe = tensor, probe
+        self.nbytes = tensor.numel() * tensor.element_size()
+        probe.saved_bytes += self.nbytes
+
+    def __del__(self):
+        self.probe.saved_bytes -= self.nbytes
+
+
+class Probe:
+    def __init__(self, max_steps=200, time_limit_s=60.0, watch_finite=True):
+        self.max_steps, self.time_limit_s, self.watch_finite = max_steps, time_limit_s, watch_finite
+        self.steps, self.backwards, self.losses, self.lrs = 0, 0, [], []
+        self.step_times, self.data_wait, self.host_reads, self.saved_after_step = [], [], [], []
+        self.saved_bytes, self._reads, self._wait, self._depth, self._internal = 0, 0, 0.0, 0, 0
+        self.root, self.root_input, self.root_outputs, self.targets = None, None, [], []
+        self.output_dtypes, self.dead_relu, self.first_nonfinite = {}, {}, None
+        self.used_params, self.optimizers, self.grad_stats, self.stale_grads = {}, [], [], []
+        self.probabilities_into_loss, self.init_weights = 0, {}
+        self._handles, self._saved_hooks, self._originals = [], None, {}
+
+    # ---------------------------------------------------------------- install / remove
+    def __enter__(self):
+        self.start = self._last_step = time.perf_counter()
+        self._handles = [
+            register_optimizer_step_pre_hook(self._before_step),
+            register_optimizer_step_post_hook(self._after_step),
+            torch.nn.modules.module.register_module_forward_pre_hook(self._before_forward),
+            torch.nn.modules.module.register_module_forward_hook(self._after_forward),
+        ]
+        self._patch(torch.Tensor, "backward", self._wrap_backward)
+        for name in HOST_READS:
+            self._patch(torch.Tensor, name, self._wrap_host_read)
+        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(F, "cross_entropy", self._wrap_loss)
+        self._patch(F, "nll_loss", self._wrap_loss)
+        self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(lambda t: _Saved(t, self), lambda s: s.tensor)
+        self._saved_hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._saved_hooks.__exit__(*exc)
+        for handle in self._handles:
+            handle.remove()
+        for (owner, name), original in self._originals.items():
+            setattr(owner, name, original)
+        self.wall_s = time.perf_counter() - self.start
+        return False
+
+    def _patch(self, owner, name, wrapper):
+        original = getattr(owner, name)
+        self._originals[(owner, name)] = original
+        setattr(owner, name, wrapper(original))
+
+    def internal(self):
+        """Context for the probe's own tensor reads: they are not the script's host syncs."""
+        probe = self
+
+        class _Internal:
+            def __enter__(self):
+                probe._internal += 1
+
+            def __exit__(self, *exc):
+                probe._internal -= 1
+
+        return _Internal()
+
+    # ---------------------------------------------------------------- wrappers
+    def _wrap_backward(self, original):
+        probe = self
+
+        def backward(tensor, *args, **kwargs):
+            if probe.backwards >= probe.max_steps:  # a script that never steps stops here too
+                raise StopTraining
+            probe.backwards += 1
+            if tensor.numel() == 1:
+                with probe.internal():
+                    probe.losses.append(float(tensor.detach().float()))
+            if probe.optimizers and probe.steps < DETAIL_STEPS:
+                with probe.internal():
+                    probe.stale_grads.append(probe._grads_left_over())
+            return original(tensor, *args, **kwargs)
+
+        return backward
+
+    def _wrap_host_read(self, original):
+        probe = self
+
+        def read(tensor, *args, **kwargs):
+            if not probe._internal:
+                probe._reads += 1
+            return original(tensor, *args, **kwargs)
+
+        return read
+
+    def _wrap_next(self, original):
+        probe = self
+
+        def next_batch(iterator):
+            start = time.perf_counter()
+            probe._internal += 1  # reads while preparing CPU batches are not device syncs
+            try:
+                return original(iterator)
+            finally:
+                probe._internal -= 1
+                probe._wait += time.perf_counter() - start
+
+        return next_batch
+
+    def _wrap_loss(self, original):
+        probe = self
+
+        def loss(input, target, *args, **kwargs):
+            if probe.steps < DETAIL_STEPS and input.ndim == 2 and input.is_floating_point():
+                with probe.internal(), torch.no_grad():
+                    x = input.detach().float()
+                    rows = x.sum(1)
+                    if bool((x >= 0).all()) and bool(((rows - 1).abs() < 1e-3).all()):
+                        probe.probabilities_into_loss += 1
+                    probe.targets.append(target.detach().cpu())
+            return original(input, target, *args, **kwargs)
+
+        return loss
+
+    # ---------------------------------------------------------------- optimizer hooks
+    def _before_step(self, optimizer, args, kwargs):
+        self._internal += 1  # the optimizer's own reads (e.g. Adam's step count) are not the script's
+        if optimizer not in self.optimizers:
+            self.optimizers.append(optimizer)
+        if self.steps < DETAIL_STEPS:
+            with self.internal(), torch.no_grad():
+                params = [p for g in optimizer.param_groups for p in g["params"]]
+                grads = [p.grad for p in params if p.grad is not None]
+                norm = float(torch.linalg.vector_norm(torch.stack([g.float().norm() for g in grads]))) if grads else 0.0
+                self.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
+                                        "zero": sum(int(not g.any()) for g in grads)})
+
+    def _after_step(self, optimizer, args, kwargs):
+        self._internal -= 1
+        now = time.perf_counter()
+        self.steps += 1
+        self.lrs.append([g["lr"] for g in optimizer.param_groups])
+        self.step_times.append(now - self._last_step)
+        self.data_wait.append(self._wait)
+        self.host_reads.append(self._reads)
+        self.saved_after_step.append(self.saved_bytes)
+        self._last_step, self._wait, self._reads = now, 0.0, 0
+        if self.steps >= self.max_steps or now - self.start > self.time_limit_s:
+            raise StopTraining
+
+    def _grads_left_over(self):
+        """True if parameters hold non-zero gradients when a new backward starts."""
+        for optimizer in self.optimizers:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and bool(p.grad.any()):
+                        return True
+        return False
+
+    # ---------------------------------------------------------------- forward hooks
+    def _before_forward(self, module, inputs):
+        if self._depth == 0 and self.root is None and any(True for _ in module.parameters()):
+            self.root = weakref.ref(module)
+            x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+            if x is not None and x.is_floating_point():
+                with self.internal(), torch.no_grad():
+                    self.root_input = _stats(x)
+                    self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
+                                         for n, p in module.named_parameters() if p.ndim > 1}
+        self._depth += 1
+
+    def _after_forward(self, module, inputs, output):
+        self._depth -= 1
+        if self.steps >= DETAIL_STEPS or not torch.is_grad_enabled():
+            return
+        out = output if isinstance(output, torch.Tensor) else None
+        with self.internal(), torch.no_grad():
+            for p in module.parameters(recurse=False):
+                self.used_params[id(p)] = p
+            if out is None or not out.is_floating_point():
+                return
+            name = type(module).__name__
+            self.output_dtypes.setdefault(str(out.dtype), 0)
+            self.output_dtypes[str(out.dtype)] += 1
+            if isinstance(module, torch.nn.ReLU):
+                self.dead_relu.setdefault(id(module), []).append(float((out == 0).float().mean()))
+            if self.watch_finite and self.first_nonfinite is None and not bool(torch.isfinite(out).all()):
+                finite_in = all(bool(torch.isfinite(t).all()) for t in inputs if isinstance(t, torch.Tensor)
+                                and t.is_floating_point())
+                if finite_in:
+                    self.first_nonfinite = {"module": name, "step": self.steps + 1, "repr": repr(module)[:120]}
+            if self._depth == 0 and self.root is not None and module is self.root():
+                self.root_outputs.append(_stats(out) | {"shape": list(out.shape)})
+
+    # ---------------------------------------------------------------- results
+    def unused_optimizer_params(self):
+        """(params used in forward but in no optimizer, params optimized but never used)."""
+        optimized = {id(p) for o in self.optimizers for g in o.param_groups for p in g["params"]}
+        used = set(self.used_params)
+        return len(used - optimized), len(optimized - used)
+
+    def summary(self):
+        """Everything measured, as plain numbers (JSON-serialisable)."""
+        steady = slice(1, None) if len(self.step_times) > 2 else slice(None)  # skip the warm-up step
+        step_s, wait_s = sum(self.step_times[steady]), sum(self.data_wait[steady])
+        not_optimized, not_used = self.unused_optimizer_params()
+        saved = self.saved_after_step
+        return {
+            "steps": self.steps, "backwards": self.backwards, "losses": self.losses,
+            "finite": all(math.isfinite(x) for x in self.losses),
+            "lr": [lr[0] for lr in self.lrs], "wall_s": getattr(self, "wall_s", 0.0),
+            "step_s": step_s / max(len(self.step_times[steady]), 1),
+            "data_wait_share": wait_s / step_s if step_s else 0.0,
+            "host_reads_per_step": sorted(self.host_reads[steady])[len(self.host_reads[steady]) // 2]
+            if self.host_reads[steady] else 0,
+            "saved_bytes_after_step": saved,
+            "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
+            "root_input": self.root_input, "root_outputs": self.root_outputs[:DETAIL_STEPS],
+            "output_dtypes": self.output_dtypes,
+            "dead_relu": [sum(v) / len(v) for v in self.dead_relu.values()],
+            "first_nonfinite": self.first_nonfinite, "probabilities_into_loss": self.probabilities_into_loss,
+            "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
+            "grad_stats": self.grad_stats, "stale_grads": self.stale_grads,
+            "optimizers": [_describe(o) for o in self.optimizers],
+            "init_weight_std": self.init_weights,
+        }
+
+
+def _stats(x):
+    x = x.detach().float()
+    return {"mean": float(x.mean()), "std": float(x.std()) if x.numel() > 1 else 0.0,
+            "min": float(x.min()), "max": float(x.max()), "finite": bool(torch.isfinite(x).all())}
+
+
+def _describe(optimizer):
+    group = optimizer.param_groups[0]
+    dtypes = sorted({str(p.dtype) for g in optimizer.param_groups for p in g["params"]})
+    hyper = {k: v for k, v in group.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"type": type(optimizer).__name__, "param_dtypes": dtypes, **hyper}

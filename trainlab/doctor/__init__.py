@@ -1,0 +1,34 @@
+"""The doctor: the debugging checklist made executable, for any plain PyTorch script.
+
+    python -m trainlab.doctor labs/nc_two_bugs.py --json report.json     # from a shell
+    report = trainlab.doctor.diagnose("train.py")                        # from a notebook
+
+It runs the script unmodified for a bounded number of steps, instruments it from outside
+(probe.py), runs the quick experiments that apply (experiments.py), applies the checklist
+(rules.py) and ranks the findings (report.py). Notebook 01 is built around it.
+"""
+
+import json
+import tempfile
+from pathlib import Path
+
+from trainlab import runner
+from trainlab.doctor.report import Finding, Report  # noqa: F401
+
+
+def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False):
+    """Diagnose a script file (or source text) in a child process; return its Report."""
+    if (script is None) == (source is None):
+        raise ValueError("give a script path or source=, not both")
+    with tempfile.TemporaryDirectory(prefix="trainlab-doctor-") as tmp:
+        if source is not None:
+            script = Path(tmp) / "script.py"
+            script.write_text(source)
+        out = Path(tmp) / "report.json"
+        cmd = ["-m", "trainlab.doctor", str(script), "--steps", steps, "--time-limit", time_limit_s,
+               "--json", out, "--", *args]
+        result = runner.run_command([runner.sys.executable, *map(str, cmd)], timeout=timeout or time_limit_s + 60,
+                                    env=runner.child_env(), stream=stream)
+        if not out.exists():
+            raise RuntimeError(f"the doctor itself failed: {result.error or result.output[-2000:]}")
+        return Report.from_dict(json.loads(out.read_text()))

@@ -30,6 +30,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.data import dataloader
 
 DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
+CAPTURE_STEPS = 16  # batches whose (input features, targets) are kept for the label test
+KEEP_BATCHES = 2  # whole batches kept for experiments (overfit one batch, LR range test)
 HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
 
 
@@ -57,10 +59,12 @@ class Probe:
         self.steps, self.backwards, self.losses, self.lrs = 0, 0, [], []
         self.step_times, self.data_wait, self.host_reads, self.saved_after_step = [], [], [], []
         self.saved_bytes, self._reads, self._wait, self._depth, self._internal = 0, 0, 0.0, 0, 0
-        self.root, self.root_input, self.root_outputs, self.targets = None, None, [], []
+        self.root, self.root_module, self.root_input, self.root_outputs, self.targets = None, None, None, [], []
         self.output_dtypes, self.dead_relu, self.first_nonfinite = {}, {}, None
         self.used_params, self.optimizers, self.grad_stats, self.stale_grads = {}, [], [], []
-        self.probabilities_into_loss, self.init_weights = 0, {}
+        self.probabilities_into_loss, self.init_weights, self.init_state = 0, {}, None
+        self.features, self.batches = [], []  # label test features; whole (x, y) batches
+        self.root_finite = []  # per step: was the model's output finite?
         self._handles, self._saved_hooks, self._originals = [], None, {}
 
     # ---------------------------------------------------------------- install / remove
@@ -155,13 +159,14 @@ class Probe:
         probe = self
 
         def loss(input, target, *args, **kwargs):
-            if probe.steps < DETAIL_STEPS and input.ndim == 2 and input.is_floating_point():
+            if probe.steps < CAPTURE_STEPS and input.ndim == 2 and input.is_floating_point():
                 with probe.internal(), torch.no_grad():
                     x = input.detach().float()
                     rows = x.sum(1)
                     if bool((x >= 0).all()) and bool(((rows - 1).abs() < 1e-3).all()):
                         probe.probabilities_into_loss += 1
-                    probe.targets.append(target.detach().cpu())
+                    if len(probe.targets) < CAPTURE_STEPS:
+                        probe.targets.append(target.detach().cpu())
             return original(input, target, *args, **kwargs)
 
         return loss
@@ -205,19 +210,33 @@ class Probe:
     def _before_forward(self, module, inputs):
         if self._depth == 0 and self.root is None and any(True for _ in module.parameters()):
             self.root = weakref.ref(module)
+            self.root_module = module  # kept alive for the experiments after the script ends
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
             if x is not None and x.is_floating_point():
                 with self.internal(), torch.no_grad():
                     self.root_input = _stats(x)
                     self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
                                          for n, p in module.named_parameters() if p.ndim > 1}
+                    self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        if (self._depth == 0 and self.root is not None and module is self.root() and torch.is_grad_enabled()
+                and len(self.features) < CAPTURE_STEPS):
+            x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+            if x is not None and x.is_floating_point() and x.ndim == 4:
+                with self.internal(), torch.no_grad():
+                    self.features.append(image_features(x.detach().float()).cpu())
+                    if len(self.batches) < KEEP_BATCHES:
+                        self.batches.append(x.detach().clone())
         self._depth += 1
 
     def _after_forward(self, module, inputs, output):
         self._depth -= 1
-        if self.steps >= DETAIL_STEPS or not torch.is_grad_enabled():
+        if not torch.is_grad_enabled():
             return
         out = output if isinstance(output, torch.Tensor) else None
+        if self.watch_finite and out is not None and out.is_floating_point():
+            self._watch_finite(module, inputs, out)
+        if self.steps >= DETAIL_STEPS:
+            return
         with self.internal(), torch.no_grad():
             for p in module.parameters(recurse=False):
                 self.used_params[id(p)] = p
@@ -228,13 +247,24 @@ class Probe:
             self.output_dtypes[str(out.dtype)] += 1
             if isinstance(module, torch.nn.ReLU):
                 self.dead_relu.setdefault(id(module), []).append(float((out == 0).float().mean()))
-            if self.watch_finite and self.first_nonfinite is None and not bool(torch.isfinite(out).all()):
-                finite_in = all(bool(torch.isfinite(t).all()) for t in inputs if isinstance(t, torch.Tensor)
-                                and t.is_floating_point())
-                if finite_in:
-                    self.first_nonfinite = {"module": name, "step": self.steps + 1, "repr": repr(module)[:120]}
             if self._depth == 0 and self.root is not None and module is self.root():
                 self.root_outputs.append(_stats(out) | {"shape": list(out.shape)})
+
+    def _watch_finite(self, module, inputs, out):
+        """Every step: the root output's finiteness, and the first module that makes inf/NaN."""
+        is_root = self._depth == 0 and self.root is not None and module is self.root()
+        if not is_root and self.first_nonfinite is not None:
+            return
+        with self.internal(), torch.no_grad():
+            finite = bool(torch.isfinite(out).all())
+            if is_root and len(self.root_finite) < self.steps + 1:
+                self.root_finite.append(finite)
+            if not finite and self.first_nonfinite is None:
+                finite_in = all(bool(torch.isfinite(t).all()) for t in inputs
+                                if isinstance(t, torch.Tensor) and t.is_floating_point())
+                if finite_in:
+                    self.first_nonfinite = {"module": type(module).__name__, "step": self.steps + 1,
+                                            "repr": repr(module)[:120]}
 
     # ---------------------------------------------------------------- results
     def unused_optimizer_params(self):
@@ -262,12 +292,19 @@ class Probe:
             "root_input": self.root_input, "root_outputs": self.root_outputs[:DETAIL_STEPS],
             "output_dtypes": self.output_dtypes,
             "dead_relu": [sum(v) / len(v) for v in self.dead_relu.values()],
-            "first_nonfinite": self.first_nonfinite, "probabilities_into_loss": self.probabilities_into_loss,
+            "first_nonfinite": self.first_nonfinite, "root_finite": self.root_finite,
+            "probabilities_into_loss": self.probabilities_into_loss,
             "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
             "grad_stats": self.grad_stats, "stale_grads": self.stale_grads,
             "optimizers": [_describe(o) for o in self.optimizers],
             "init_weight_std": self.init_weights,
         }
+
+
+def image_features(x):
+    """Translation-invariant features of a (B, C, H, W) batch: log magnitude spectrum of grey."""
+    grey = x.mean(1)
+    return torch.fft.rfft2(grey - grey.mean((1, 2), keepdim=True)).abs().log1p().flatten(1)
 
 
 def _stats(x):

@@ -1,0 +1,29 @@
+"""`python -m trainlab.doctor path/to/train.py [script args] [--steps N] [--time-limit S] [--json PATH]`"""
+
+import argparse
+import sys
+
+from trainlab.doctor.diagnose import diagnose_here
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m trainlab.doctor",
+        description="Run an unmodified PyTorch training script for a bounded number of steps, "
+                    "instrumented from outside, and report what is wrong with it.")
+    parser.add_argument("script", help="the training script")
+    parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="stop after this many seconds (60)")
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (schema: trainlab/doctor/report.py)")
+    args, script_args = parser.parse_known_args(argv)
+    script_args = [a for a in script_args if a != "--"]
+    report = diagnose_here(args.script, script_args, args.steps, args.time_limit)
+    print(report)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(report.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Run a training script under the probe, run the quick experiments, rank the findings.
+
+This runs in the process that executes the script (`python -m trainlab.doctor ...`); a
+notebook calls `trainlab.doctor.diagnose`, which starts that command in a child process.
+"""
+
+import math
+import os
+import runpy
+import sys
+import time
+import traceback
+
+import torch
+
+from trainlab.doctor import experiments, rules
+from trainlab.doctor.probe import Probe, StopTraining
+from trainlab.doctor.report import Report, rank
+
+
+def run_script(script, args=(), max_steps=200, time_limit_s=60.0):
+    """Execute script as __main__ under a Probe; return (probe, crash or None)."""
+    script = os.path.abspath(script)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(script))
+    crash = None
+    try:
+        with Probe(max_steps=max_steps, time_limit_s=time_limit_s) as probe:
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except StopTraining:
+                pass
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    crash = _crash(exc, script)
+            except Exception as exc:  # the script's own crash is a finding, not our failure
+                crash = _crash(exc, script)
+    finally:
+        sys.argv, sys.path = saved_argv, saved_path
+    return probe, crash
+
+
+def _crash(exc, script):
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if os.path.abspath(f.filename) == script] or frames
+    where = f"{os.path.basename(mine[-1].filename)}:{mine[-1].lineno} ({mine[-1].line})" if mine else "?"
+    return {"error": f"{type(exc).__name__}: {exc}", "where": where,
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
+
+
+def quick_experiments(probe, measurements):
+    """The checklist's experiments that apply to what was captured (each under a second)."""
+    found = {}
+    if probe.features and probe.targets:
+        n = min(len(probe.features), len(probe.targets))
+        found["labels"] = experiments.label_association(probe.features[:n], probe.targets[:n])
+    model, state = probe.root_module, probe.init_state
+    usable = model is not None and state is not None and probe.batches and len(probe.targets) >= len(probe.batches)
+    if not usable or measurements.get("classes") is None:
+        return found
+    kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
+    targets = probe.targets[:len(probe.batches)]
+    try:
+        if "no-convergence" in rules.symptoms(measurements, found):
+            found["overfit"] = experiments.overfit_one_batch(model, state, probe.batches[0], targets[0])
+        if not measurements["finite"]:
+            lrs, losses = experiments.lr_range_test(model, state, probe.batches, targets, kind)
+            found["lr_range"] = {"lr": lrs, "loss": losses}
+            found["suggested_lr"] = experiments.suggest_lr(lrs, losses)
+    except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
+        found["experiment_error"] = f"{type(exc).__name__}: {exc}"
+    return found
+
+
+def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0):
+    """Run script in this process and return its Report."""
+    start = time.perf_counter()
+    torch.manual_seed(0)
+    probe, crash = run_script(script, args, max_steps, time_limit_s)
+    m = probe.summary()
+    shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
+    m["classes"] = shapes[0][1] if shapes and shapes[0][1] > 1 else None
+    x = quick_experiments(probe, m)
+    found = rules.findings(m, x)
+    symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
+    m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}
+    m["lr_range"] = x.get("lr_range")
+    if crash:
+        from trainlab.doctor.report import Finding
+
+        found.append(Finding("critical", "run", "crash", f"the script raised {crash['error']}",
+                             {"where": crash["where"]}, "fix the error first; the traceback is in the report"))
+    m["losses"] = [v if math.isfinite(v) else str(v) for v in m["losses"]]  # JSON has no NaN
+    return Report(os.path.relpath(script), list(args), probe.steps, time.perf_counter() - start, symptoms,
+                  rank(found), crash, m)

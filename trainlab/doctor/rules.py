@@ -1,0 +1,231 @@
+"""The checklist as rules: measurements in, findings out.
+
+Each rule looks at what the probe measured (`m`, from Probe.summary()) and the quick
+experiments (`x`), and returns a Finding or None. Rules know nothing about labs or file
+names: the same bug injected into any script gives the same finding. Thresholds are set
+so that healthy loops (the reference loop, the healthy test scripts) raise nothing above
+"info"; each names the number it compares.
+"""
+
+import math
+
+from trainlab.doctor.report import Finding
+
+NAN = "nan"
+
+
+def symptoms(m, x):
+    found = []
+    if not m["finite"]:
+        found.append(NAN)
+    elif _not_learning(m):
+        found.append("no-convergence")
+    if m["data_wait_share"] > 0.3 or m["host_reads_per_step"] > 16:
+        found.append("slow")
+    if m["saved_growth_per_step"] > 1e6:
+        found.append("memory")
+    return found
+
+
+def _not_learning(m):
+    losses = [v for v in m["losses"] if math.isfinite(v)]
+    if len(losses) < 40:
+        return False
+    k = max(len(losses) // 5, 10)
+    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+    return last > first - 0.1 or last > 0.9 * math.log(m.get("classes") or 10)
+
+
+def _first_nonfinite_step(m):
+    return next((i + 1 for i, v in enumerate(m["losses"]) if not math.isfinite(v)), None)
+
+
+# ---------------------------------------------------------------- data
+def inputs_not_normalised(m, x):
+    s = m["root_input"]
+    if s and (abs(s["mean"]) > 5 or s["std"] > 5):
+        return Finding("critical", "data", "inputs-not-normalised",
+                       "the model's input is far from zero mean / unit variance",
+                       {"input_mean": s["mean"], "input_std": s["std"], "input_max": s["max"]},
+                       "normalise with the data set's per-channel mean and std: x = (x - mean) / std")
+
+
+def labels_misaligned(m, x):
+    a = x.get("labels")
+    if a and a["samples"] >= 256 and a["accuracy"] < a["chance"] + 4 * a["stderr"]:
+        return Finding("critical", "data", "labels-misaligned",
+                       "the labels carry no information about the images",
+                       {"label_test_accuracy": a["accuracy"], "chance": a["chance"], "samples": a["samples"]},
+                       "plot a batch with its labels; check that images and labels are indexed by the same permutation")
+
+
+# ---------------------------------------------------------------- model
+def bad_initialisation(m, x):
+    stds = m["init_weight_std"]
+    constant = [name for name, std in stds.items() if std == 0.0]
+    if stds and len(constant) >= max(1, len(stds) // 2):
+        return Finding("critical", "model", "zero-initialisation",
+                       f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
+                       {"constant_weight_tensors": len(constant), "weight_tensors": len(stds),
+                        "dead_relu_share": max(m["dead_relu"], default=0.0)},
+                       "use the default initialisation (reset_parameters) or a Kaiming/Xavier init")
+
+
+def dead_units(m, x):
+    dead = max(m["dead_relu"], default=0.0)
+    if dead > 0.98:
+        return Finding("warning", "model", "dead-units", "a ReLU layer outputs zero almost everywhere",
+                       {"dead_relu_share": dead}, "check the initialisation, the input scale and the learning rate")
+
+
+def loss_at_init(m, x):
+    classes = m.get("classes")
+    if not classes or not m["losses"] or not math.isfinite(m["losses"][0]):
+        return None
+    gap = m["losses"][0] - math.log(classes)
+    severity = "warning" if abs(gap) > 1.0 else "info"
+    return Finding(severity, "model", "loss-at-init", f"first loss {m['losses'][0]:.3f} vs ln {classes} = "
+                   f"{math.log(classes):.3f}", {"first_loss": m["losses"][0], "ln_classes": math.log(classes)},
+                   "far from ln(classes) means the initial predictions are confident: check init and inputs"
+                   if severity == "warning" else "")
+
+
+def cannot_overfit(m, x):
+    losses = x.get("overfit")
+    if losses and losses[-1] > 0.5 * losses[0] and losses[0] > 0.5:
+        return Finding("warning", "model", "cannot-overfit-one-batch",
+                       "from its initial weights the model cannot memorise a single batch",
+                       {"loss_first": losses[0], "loss_after_40_steps": losses[-1]},
+                       "a model that cannot fit one batch has a model/init/loss problem, not a data problem")
+
+
+# ---------------------------------------------------------------- loss
+def probabilities_into_loss(m, x):
+    if m["probabilities_into_loss"]:
+        return Finding("critical", "loss", "softmax-before-cross-entropy",
+                       "cross-entropy receives probabilities (rows >= 0 summing to 1), not logits",
+                       {"calls_with_probabilities": m["probabilities_into_loss"]},
+                       "remove the softmax before the loss: F.cross_entropy applies log-softmax itself")
+
+
+def unstable_loss(m, x):
+    step = _first_nonfinite_step(m)
+    module_step = (m["first_nonfinite"] or {}).get("step")
+    outputs_finite = m["root_finite"][:step] if step else []
+    if step and (module_step is None or step < module_step) and outputs_finite and all(outputs_finite):
+        return Finding("critical", "loss", "unstable-loss",
+                       f"the loss is non-finite at step {step} while the model's outputs are finite",
+                       {"first_nonfinite_loss_step": step, "first_nonfinite_module_step": module_step},
+                       "compute the loss from logits with stable library ops (log_softmax, cross_entropy, "
+                       "binary_cross_entropy_with_logits, kl_div) instead of exp/log by hand")
+
+
+# ---------------------------------------------------------------- optimizer
+def params_not_in_optimizer(m, x):
+    missing, unused = m["params_not_optimized"], m["params_optimized_unused"]
+    if missing and m["optimizers"]:
+        return Finding("critical", "optimizer", "params-not-in-optimizer",
+                       f"{missing} parameter tensors used in the forward pass are in no optimizer",
+                       {"params_not_optimized": missing, "optimized_but_unused": unused},
+                       "build the optimizer over the parameters of the model you actually train, after creating it")
+
+
+def missing_zero_grad(m, x):
+    stale = m["stale_grads"]
+    if len(stale) >= 3 and sum(stale) >= len(stale) - 1 and m["backwards"] <= m["steps"] + 1:
+        return Finding("critical", "optimizer", "missing-zero-grad",
+                       "gradients from the previous step are still there when backward() runs",
+                       {"backwards_with_stale_grads": sum(stale), "checked": len(stale)},
+                       "call optimizer.zero_grad() once per step (unless you accumulate on purpose)")
+
+
+def lr_collapses(m, x):
+    lrs = m["lr"]
+    if len(lrs) >= 20 and max(lrs) > 0 and lrs[-1] < 1e-3 * max(lrs):
+        drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < 1e-3 * max(lrs))
+        return Finding("critical", "optimizer", "lr-schedule-too-fast",
+                       f"the learning rate falls below 1/1000 of its peak by step {drop_step}",
+                       {"lr_peak": max(lrs), "lr_now": lrs[-1], "steps": len(lrs)},
+                       "plot the LR per step; an epoch-based scheduler must be stepped once per epoch")
+
+
+def lr_too_high(m, x):
+    step = _first_nonfinite_step(m)
+    module_step = (m["first_nonfinite"] or {}).get("step")
+    finite = [v for v in m["losses"] if math.isfinite(v)]
+    grew = len(finite) >= 2 and max(finite) > 3 * finite[0]
+    if module_step and (step is None or module_step <= step) and grew and not _fp16_weights(m):
+        evidence = {"first_nonfinite_module": m["first_nonfinite"]["module"], "first_nonfinite_step": module_step,
+                    "lr": m["lr"][0] if m["lr"] else None, "loss_first": finite[0], "loss_peak": max(finite)}
+        suggestion = "lower the learning rate (run an LR range test)"
+        if x.get("suggested_lr"):
+            suggestion += f"; the range test suggests about {x['suggested_lr']:.2g}"
+            evidence["suggested_lr"] = x["suggested_lr"]
+        return Finding("critical", "optimizer", "lr-too-high",
+                       f"the loss grows {max(finite) / finite[0]:.0f}x, then activations become non-finite "
+                       f"from finite inputs (step {module_step})", evidence, suggestion)
+
+
+def optimizer_never_steps(m, x):
+    if m["steps"] == 0 and m["backwards"] >= 10:
+        return Finding("critical", "optimizer", "missing-optimizer-step",
+                       f"backward() ran {m['backwards']} times but no optimizer ever stepped",
+                       {"backwards": m["backwards"], "optimizer_steps": 0},
+                       "call optimizer.step() after loss.backward()")
+
+
+# ---------------------------------------------------------------- precision
+def _fp16_weights(m):
+    return any("float16" in d and "bfloat16" not in d for o in m["optimizers"] for d in o["param_dtypes"])
+
+
+def fp16_master_weights(m, x):
+    if _fp16_weights(m):
+        eps = next((o.get("eps") for o in m["optimizers"] if o.get("eps")), None)
+        severity = "critical" if not m["finite"] else "warning"
+        return Finding(severity, "precision", "fp16-master-weights",
+                       "the optimizer updates fp16 parameters (no fp32 master weights)",
+                       {"param_dtypes": ",".join(sorted({d for o in m["optimizers"] for d in o["param_dtypes"]})),
+                        "optimizer_eps": eps, "eps_in_fp16": 0.0 if eps and eps < 6e-8 else eps},
+                       "keep weights in fp32; use torch.autocast(dtype=torch.float16) with a GradScaler, or bf16")
+
+
+# ---------------------------------------------------------------- device
+def data_loader_starves(m, x):
+    share = m["data_wait_share"]
+    if share > 0.3:
+        return Finding("critical" if share > 0.5 else "warning", "device", "data-loader-starves",
+                       f"{share:.0%} of each step is spent waiting for the next batch",
+                       {"data_wait_share": share, "step_ms": 1e3 * m["step_s"]},
+                       "batch the preprocessing on the device (keep the data set there), or use DataLoader "
+                       "workers with pin_memory and persistent_workers")
+
+
+def host_syncs(m, x):
+    reads = m["host_reads_per_step"]
+    if reads > 16:
+        return Finding("critical" if reads > 64 else "warning", "device", "host-syncs-in-loop",
+                       f"{reads} host reads of tensor values per step (each a device sync on a GPU)",
+                       {"host_reads_per_step": reads},
+                       "keep metrics on the device (torch ops, bincount) and read them every N steps")
+    if reads:
+        return Finding("info", "device", "host-syncs-in-loop", f"{reads} host read(s) per step",
+                       {"host_reads_per_step": reads}, "fine on a CPU; on a GPU, read metrics every N steps")
+
+
+def graph_kept_alive(m, x):
+    growth = m["saved_growth_per_step"]
+    if growth > 1e6:
+        return Finding("critical", "device", "graph-kept-alive",
+                       f"autograd graph memory grows by {growth / 1e6:.1f} MB every step",
+                       {"growth_bytes_per_step": growth, "held_bytes_last_step": m["saved_bytes_after_step"][-1]},
+                       "do not keep loss tensors (use loss.item() / .detach()) and drop retain_graph=True")
+
+
+RULES = [inputs_not_normalised, labels_misaligned, bad_initialisation, dead_units, loss_at_init, cannot_overfit,
+         probabilities_into_loss, unstable_loss, params_not_in_optimizer, missing_zero_grad, lr_collapses,
+         lr_too_high, optimizer_never_steps, fp16_master_weights, data_loader_starves, host_syncs, graph_kept_alive]
+
+
+def findings(m, x):
+    return [f for f in (rule(m, x) for rule in RULES) if f is not None]

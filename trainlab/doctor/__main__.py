@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from trainlab.doctor.diagnose import diagnose_here
+from trainlab.doctor.examine import diagnose_here
 
 
 def main(argv=None):

@@ -48,7 +48,7 @@ def _optimizer(kind, params, lr):
     return cls(params, lr=lr, **kwargs)
 
 
-def overfit_one_batch(model, init_state, x, y, optimizer="Adam", lr=1e-3, steps=40):
+def overfit_one_batch(model, init_state, x, y, optimizer="Adam", lr=3e-3, steps=50):
     """Losses of `steps` updates on one batch from the initial weights (cross-entropy)."""
     model = _fresh(model, init_state)
     opt = _optimizer(optimizer, model.parameters(), lr)

@@ -34,21 +34,47 @@ def raw(name):
     return path(name).read_text()
 
 
+def _groups(lines):
+    """Group index per line: consecutive BUG/fix lines form one group (one fix); else None."""
+    index, current, previous_marked = [], -1, False
+    for line in lines:
+        marked = bool(_FIX_LINE.match(line) or _BUG_TAG.search(line))
+        if marked and not previous_marked:
+            current += 1
+        index.append(current if marked else None)
+        previous_marked = marked
+    return index
+
+
 def source(name, fixed=False):
-    """The lab's text as the learner sees it (fixed=False) or with its fix applied."""
+    """The lab's text as the learner sees it (fixed=False), with its fix applied (True), or
+    with only some of its fixes applied (a set of fix-group indices; see fix_groups)."""
+    lines = raw(name).splitlines()
     out = []
-    for line in raw(name).splitlines():
+    for line, group in zip(lines, _groups(lines)):
+        apply = fixed is True or (fixed not in (True, False) and group in fixed)
         fix = _FIX_LINE.match(line)
         if fix:
-            if fixed:
+            if apply:
                 out.append(fix.group(1) + fix.group(2))
             continue
         if _BUG_TAG.search(line):
-            if not fixed:
+            if not apply:
                 out.append(_BUG_TAG.sub("", line))
             continue
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def fix_groups(name):
+    """One short description per separate fix in the lab (its first fix line, stripped)."""
+    lines = raw(name).splitlines()
+    found = {}
+    for line, group in zip(lines, _groups(lines)):
+        fix = _FIX_LINE.match(line)
+        if fix and group not in found:
+            found[group] = fix.group(2).strip()
+    return [found[g] for g in sorted(found)]
 
 
 def metadata(name):

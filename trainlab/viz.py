@@ -15,23 +15,29 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def _display(obj, **kwargs):
+def _in_ipython():
     try:
         from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def _display(obj, **kwargs):
+    if _in_ipython():
         from IPython.display import display
 
-        if get_ipython() is not None:
-            return display(obj, **kwargs)
-    except ImportError:
-        pass
+        return display(obj, **kwargs)
     return None
 
 
 def say(text):
     """Show Markdown built from measured values (numbers in prose are never typed in)."""
-    from IPython.display import Markdown
+    if _in_ipython():
+        from IPython.display import Markdown, display
 
-    if _display(Markdown(text)) is None:
+        display(Markdown(text))
+    else:
         print(text)
 
 

@@ -94,6 +94,9 @@ class Report:
                     lines.append(f"      next: {f.suggestion}")
         return "\n".join(lines)
 
+    def __repr__(self):
+        return str(self)
+
     def _repr_html_(self):
         colors = {"critical": "#cf222e", "warning": "#9a6700", "info": "#6e7781"}
         rows = "".join(

@@ -250,10 +250,19 @@ class Probe:
             if self._depth == 0 and self.root is not None and module is self.root():
                 self.root_outputs.append(_stats(out) | {"shape": list(out.shape)})
 
+    def _armed(self):
+        """Check every module while cheap (early steps) or when the loss is blowing up."""
+        if self.steps < DETAIL_STEPS:
+            return True
+        last = self.losses[-1] if self.losses else 0.0
+        return not math.isfinite(last) or (self.losses and abs(last) > 2 * abs(self.losses[0]) + 1)
+
     def _watch_finite(self, module, inputs, out):
-        """Every step: the root output's finiteness, and the first module that makes inf/NaN."""
+        """Every step: the root output's finiteness; per module (when armed): the first one
+        that makes inf/NaN from finite inputs. A full pass per module every step would
+        double a step's time, so the per-module check runs only when it can matter."""
         is_root = self._depth == 0 and self.root is not None and module is self.root()
-        if not is_root and self.first_nonfinite is not None:
+        if not is_root and (self.first_nonfinite is not None or not self._armed()):
             return
         with self.internal(), torch.no_grad():
             finite = bool(torch.isfinite(out).all())

@@ -160,11 +160,12 @@ class DeviceLoader:
     """The fast path: a whole split on the device, batched augmentation, no worker processes."""
 
     def __init__(self, images, labels, batch_size, *, mean, std, device="cpu", train=True,
-                 seed=0, channels_last=False, indices=None):
+                 seed=0, channels_last=False, indices=None, augment=None):
         self.device = torch.device(device)
         self.images = images.to(self.device)
         self.labels = labels.to(self.device)
         self.batch_size, self.train, self.seed, self.epoch = batch_size, train, seed, 0
+        self.augment = train if augment is None else augment  # crop+flip (training default)
         self.channels_last = channels_last
         # Only these sample ids are served (a rank's shard); all of them by default.
         self.indices = torch.arange(len(labels)) if indices is None else torch.as_tensor(indices)
@@ -190,7 +191,7 @@ class DeviceLoader:
         for i in range(len(self)):
             batch = ids[i * self.batch_size:(i + 1) * self.batch_size]
             x = self.images[batch]
-            if self.train:
+            if self.train and self.augment:
                 x = crop_flip(x, dy[batch], dx[batch], flip[batch])
             x = x.float() * self.scale - self.shift
             fmt = torch.channels_last if self.channels_last else torch.contiguous_format

@@ -9,6 +9,7 @@ plain script, plain vs under the doctor's probe (the same steps), as a ratio.
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -36,7 +37,7 @@ def step_times(source, steps, warmup=10, probe=False):
 
     handle = register_optimizer_step_post_hook(hook)
     try:
-        with (Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else _nothing()):
+        with (Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else contextlib.nullcontext()):
             try:
                 exec(compile(source, "<bench>", "exec"), {"__name__": "__main__"})
             except StopTraining:
@@ -45,14 +46,6 @@ def step_times(source, steps, warmup=10, probe=False):
         handle.remove()
     gaps = [b - a for a, b in zip(stamps[warmup:], stamps[warmup + 1:])]
     return statistics.median(gaps)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def main(argv=None):

@@ -4,7 +4,6 @@ graph memory growing per step), its solution passes its check, and plausible wro
 fail it. Every variant of every lab runs in one child process (one torch import)."""
 
 import math
-import re
 
 import pytest
 
@@ -12,17 +11,9 @@ from trainlab import labs
 from trainlab.checks import exercises
 from trainlab.checks.core import run_variants
 from trainlab.checks.debugging import DEBUGGING
+from trainlab.widgets import clip_gradients, lower_lr
 
 NAMES = [e.name for e in DEBUGGING]
-
-
-def lower_lr(src):
-    return re.sub(r"lr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / 10:g}", src, count=1)
-
-
-def clip_gradients(src):
-    return re.sub(r"^(\s*)optimizer\.step\(\)", r"\1torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n\1optimizer.step()",
-                  src, count=1, flags=re.M)
 
 
 def train_longer(src):

@@ -166,7 +166,7 @@ class DeviceLoader:
         self.labels = labels.to(self.device)
         self.batch_size, self.train, self.seed, self.epoch = batch_size, train, seed, 0
         self.augment = train if augment is None else augment  # crop+flip (training default)
-        self.channels_last = channels_last
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # Only these sample ids are served (a rank's shard); all of them by default.
         self.indices = torch.arange(len(labels)) if indices is None else torch.as_tensor(indices)
         # Normalise as x * scale - shift: one fused multiply-add per element.
@@ -194,8 +194,7 @@ class DeviceLoader:
             if self.train and self.augment:
                 x = crop_flip(x, dy[batch], dx[batch], flip[batch])
             x = x.float() * self.scale - self.shift
-            fmt = torch.channels_last if self.channels_last else torch.contiguous_format
-            yield x.contiguous(memory_format=fmt), self.labels[batch]
+            yield x.contiguous(memory_format=self.memory_format), self.labels[batch]
 
 
 class ImageDataset(torch.utils.data.Dataset):

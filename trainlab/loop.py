@@ -14,6 +14,7 @@ What makes it fast, each a lesson of module 01:
 Used by notebook 00 (the baseline run), the labs' solutions, checks and benchmarks.
 """
 
+import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 
@@ -170,7 +171,7 @@ def train(cfg=TrainConfig(), *, images=None, model=None, callback=None, progress
                 bar.set_postfix(loss=f"{record.loss[-1]:.3f}")
                 if callback:
                     callback(record)
-                if not all(map(_finite, record.loss[-n:])):
+                if not all(map(math.isfinite, record.loss[-n:])):
                     record.stopped = f"non-finite loss by step {step}"
                     break
         record.train_accuracy.append(float(correct) / max(seen, 1))
@@ -184,10 +185,6 @@ def train(cfg=TrainConfig(), *, images=None, model=None, callback=None, progress
     bar.close()
     record.wall_s = time.perf_counter() - start
     return record
-
-
-def _finite(x):
-    return x == x and abs(x) != float("inf")
 
 
 def _progress_bar(total, enabled):

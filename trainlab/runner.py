@@ -63,15 +63,16 @@ def child_env(extra=None):
     return env
 
 
-def run_python(path=None, *, source=None, args=(), timeout=60.0, env=None, stream=True, cwd=None):
-    """Run a Python file, or source text, in a child interpreter; return a Result."""
-    if (path is None) == (source is None):
-        raise ValueError("give exactly one of path= or source=")
+def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, env=None, stream=True, cwd=None):
+    """Run a Python file, source text or module (-m) in a child interpreter; return a Result."""
+    if sum(x is not None for x in (path, source, module)) != 1:
+        raise ValueError("give exactly one of path=, source= or module=")
     with tempfile.TemporaryDirectory(prefix="trainlab-") as tmp:
         if source is not None:
             path = Path(tmp) / "cell.py"
             path.write_text(source)
-        cmd = [sys.executable, str(path), *map(str, args)]
+        target = ["-m", module] if module else [str(path)]
+        cmd = [sys.executable, *target, *map(str, args)]
         result = run_command(cmd, timeout=timeout, env=child_env(env), stream=stream, cwd=cwd)
     if not result.ok and not result.error:
         result.error = _describe_failure(result, last_error_line(result.output))

@@ -31,12 +31,22 @@ def _display(obj, **kwargs):
     return None
 
 
+def show(obj):
+    """Display obj richly in a notebook, as text elsewhere (papermill keeps both)."""
+    if _in_ipython():
+        from IPython.display import display
+
+        display(obj)
+    else:
+        print(obj)
+
+
 def say(text):
     """Show Markdown built from measured values (numbers in prose are never typed in)."""
     if _in_ipython():
-        from IPython.display import Markdown, display
+        from IPython.display import Markdown
 
-        display(Markdown(text))
+        show(Markdown(text))
     else:
         print(text)
 

@@ -18,16 +18,18 @@ from trainlab import labs
 from trainlab.checks.core import run_variants
 
 
-def _lower_lr(src):
+def lower_lr(src):
+    """The script with its first learning rate divided by 10."""
     return re.sub(r"lr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / 10:g}", src, count=1)
 
 
-def _clip(src):
+def clip_gradients(src):
+    """The script with gradient clipping at norm 1 before optimizer.step()."""
     return re.sub(r"^(\s*)optimizer\.step\(\)",
                   r"\1torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n\1optimizer.step()", src, count=1, flags=re.M)
 
 
-GENERIC = {"lower the learning rate 10x": _lower_lr, "clip gradients at norm 1": _clip}
+GENERIC = {"lower the learning rate 10x": lower_lr, "clip gradients at norm 1": clip_gradients}
 
 
 class HypothesisPanel:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from trainlab import labs, runner
 from trainlab.checks import harness
+from trainlab.viz import show
 
 
 class Outcome(Exception):
@@ -66,19 +67,6 @@ class Verdict:
         details = f"<pre style='margin:4px 0 0'>{html.escape(self.details)}</pre>" if self.details else ""
         return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
                 f"{html.escape(str(self).splitlines()[0])}</b>{details}</div>")
-
-
-def show(obj):
-    """Display obj richly in a notebook, as text elsewhere (papermill keeps both)."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None:
-            return display(obj)
-    except ImportError:
-        pass
-    print(obj)
 
 
 class Exercise:

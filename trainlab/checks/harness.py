@@ -16,7 +16,6 @@ parent (`trainlab.checks.core`), never here.
 import json
 import os
 import sys
-import time
 import traceback
 
 import torch
@@ -43,7 +42,6 @@ def run_variant(name, source, max_steps, seed=0):
     torch.manual_seed(seed)
     namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
-    start = time.perf_counter()
     with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
@@ -51,7 +49,7 @@ def run_variant(name, source, max_steps, seed=0):
             pass
         except Exception as exc:  # the learner's own error: reported with their traceback
             report.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=_learner_traceback())
-    report.update(probe.summary(), wall_s=time.perf_counter() - start)
+    report.update(probe.summary())
     report["accuracy"] = None
     if report["status"] == "ok":
         try:

@@ -25,10 +25,9 @@ def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0,
             script = Path(tmp) / "script.py"
             script.write_text(source)
         out = Path(tmp) / "report.json"
-        cmd = ["-m", "trainlab.doctor", str(script), "--steps", steps, "--time-limit", time_limit_s,
-               "--json", out, "--", *args]
-        result = runner.run_command([runner.sys.executable, *map(str, cmd)], timeout=timeout or time_limit_s + 60,
-                                    env=runner.child_env(), stream=stream)
+        cli_args = [script, "--steps", steps, "--time-limit", time_limit_s, "--json", out, "--", *args]
+        result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or time_limit_s + 60,
+                                   stream=stream)
         if not out.exists():
             raise RuntimeError(f"the doctor itself failed: {result.error or result.output[-2000:]}")
         return Report.from_dict(json.loads(out.read_text()))

@@ -55,7 +55,7 @@ def quick_experiments(probe, measurements):
     if probe.features and probe.targets:
         n = min(len(probe.features), len(probe.targets))
         found["labels"] = experiments.label_association(probe.features[:n], probe.targets[:n])
-    model, state = probe.root_module, probe.init_state
+    model, state = probe.root, probe.init_state
     usable = model is not None and state is not None and probe.batches and len(probe.targets) >= len(probe.batches)
     if not usable or measurements.get("classes") is None:
         return found

@@ -22,7 +22,6 @@ Used by `trainlab.doctor` (diagnosis) and `trainlab.checks.harness` (exercise ch
 
 import math
 import time
-import weakref
 
 import torch
 import torch.nn.functional as F
@@ -59,7 +58,7 @@ class Probe:
         self.steps, self.backwards, self.losses, self.lrs = 0, 0, [], []
         self.step_times, self.data_wait, self.host_reads, self.saved_after_step = [], [], [], []
         self.saved_bytes, self._reads, self._wait, self._depth, self._internal = 0, 0, 0.0, 0, 0
-        self.root, self.root_module, self.root_input, self.root_outputs, self.targets = None, None, None, [], []
+        self.root, self.root_input, self.root_outputs, self.targets = None, None, [], []  # root: the model
         self.output_dtypes, self.dead_relu, self.first_nonfinite = {}, {}, None
         self.used_params, self.optimizers, self.grad_stats, self.stale_grads = {}, [], [], []
         self.probabilities_into_loss, self.init_weights, self.init_state = 0, {}, None
@@ -209,8 +208,7 @@ class Probe:
     # ---------------------------------------------------------------- forward hooks
     def _before_forward(self, module, inputs):
         if self._depth == 0 and self.root is None and any(True for _ in module.parameters()):
-            self.root = weakref.ref(module)
-            self.root_module = module  # kept alive for the experiments after the script ends
+            self.root = module  # kept alive: the experiments use it after the script ends
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
             if x is not None and x.is_floating_point():
                 with self.internal(), torch.no_grad():
@@ -218,7 +216,7 @@ class Probe:
                     self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
                                          for n, p in module.named_parameters() if p.ndim > 1}
                     self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        if (self._depth == 0 and self.root is not None and module is self.root() and torch.is_grad_enabled()
+        if (self._depth == 0 and module is self.root and torch.is_grad_enabled()
                 and len(self.features) < CAPTURE_STEPS):
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
             if x is not None and x.is_floating_point() and x.ndim == 4:
@@ -247,7 +245,7 @@ class Probe:
             self.output_dtypes[str(out.dtype)] += 1
             if isinstance(module, torch.nn.ReLU):
                 self.dead_relu.setdefault(id(module), []).append(float((out == 0).float().mean()))
-            if self._depth == 0 and self.root is not None and module is self.root():
+            if self._depth == 0 and module is self.root:
                 self.root_outputs.append(_stats(out) | {"shape": list(out.shape)})
 
     def _armed(self):
@@ -261,7 +259,7 @@ class Probe:
         """Every step: the root output's finiteness; per module (when armed): the first one
         that makes inf/NaN from finite inputs. A full pass per module every step would
         double a step's time, so the per-module check runs only when it can matter."""
-        is_root = self._depth == 0 and self.root is not None and module is self.root()
+        is_root = self._depth == 0 and module is self.root
         if not is_root and (self.first_nonfinite is not None or not self._armed()):
             return
         with self.internal(), torch.no_grad():
@@ -287,15 +285,14 @@ class Probe:
         steady = slice(1, None) if len(self.step_times) > 2 else slice(None)  # skip the warm-up step
         step_s, wait_s = sum(self.step_times[steady]), sum(self.data_wait[steady])
         not_optimized, not_used = self.unused_optimizer_params()
-        saved = self.saved_after_step
+        saved, reads = self.saved_after_step, self.host_reads[steady]
         return {
             "steps": self.steps, "backwards": self.backwards, "losses": self.losses,
             "finite": all(math.isfinite(x) for x in self.losses),
             "lr": [lr[0] for lr in self.lrs], "wall_s": getattr(self, "wall_s", 0.0),
             "step_s": step_s / max(len(self.step_times[steady]), 1),
             "data_wait_share": wait_s / step_s if step_s else 0.0,
-            "host_reads_per_step": sorted(self.host_reads[steady])[len(self.host_reads[steady]) // 2]
-            if self.host_reads[steady] else 0,
+            "host_reads_per_step": sorted(reads)[len(reads) // 2] if reads else 0,  # median
             "saved_bytes_after_step": saved,
             "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
             "root_input": self.root_input, "root_outputs": self.root_outputs[:DETAIL_STEPS],

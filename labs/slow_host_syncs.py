@@ -4,7 +4,7 @@ symptom: slow
 category: device
 cause: host-syncs-in-loop
 
-Per-class accuracy and loss tracked with Python loops over the batch: every int() and float() of a
+Per-class accuracy (top-1 and top-3), loss and confidence tracked with Python loops over the batch: every int() and float() of a
 tensor element is a host read (a device synchronisation on a GPU), hundreds per step.
 
 Run it: `python labs/slow_host_syncs.py`. Notebook 01 hands it to you as an exercise cell.
@@ -37,7 +37,9 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss(reduction="none")
 seen = torch.zeros(10, device=device)
 hits = torch.zeros(10, device=device)
+top3_hits = torch.zeros(10, device=device)
 class_loss = torch.zeros(10, device=device)
+confidence = torch.zeros(10, device=device)  # mean probability given to the true class
 confusion = torch.zeros(10, 10, device=device)
 
 for epoch in range(2):
@@ -50,19 +52,26 @@ for epoch in range(2):
         loss.backward()
         optimizer.step()
         pred = logits.argmax(1)
+        probs = logits.detach().softmax(1)
+        top3 = logits.topk(3, dim=1).indices
         for i in range(len(y)):  # BUG: per-element host reads, every step
             label = int(y[i])  # BUG
             seen[label] += 1  # BUG
             hits[label] += int(pred[i] == y[i])  # BUG
+            top3_hits[label] += int(label in top3[i])  # BUG
             class_loss[label] += float(per_sample[i])  # BUG
+            confidence[label] += float(probs[i, label])  # BUG
             confusion[label, int(pred[i])] += 1  # BUG
-        #+ seen += torch.bincount(y, minlength=10)  # the same bookkeeping, on the device
-        #+ hits += torch.bincount(y[pred == y], minlength=10)
+        #+ confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)  # the same, on the device
         #+ class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)
-        #+ confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)
+        #+ confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)
+        #+ top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)
+        #+ seen, hits = confusion.sum(1), confusion.diag()  # both follow from the confusion matrix
         if step % 20 == 0:
             print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
 print("per-class train accuracy", (hits / seen.clamp(min=1)).tolist())
+print("per-class top-3 accuracy", (top3_hits / seen.clamp(min=1)).tolist())
+print("per-class confidence", (confidence / seen.clamp(min=1)).tolist())
 
 model.eval()
 with torch.no_grad():

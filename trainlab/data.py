@@ -169,7 +169,7 @@ class DeviceLoader:
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # Only these sample ids are served (a rank's shard); all of them by default.
         self.indices = torch.arange(len(labels)) if indices is None else torch.as_tensor(indices)
-        # Normalise as x * scale - shift: one fused multiply-add per element.
+        # Normalise as x * scale - shift, folded from (x / 255 - mean) / std.
         std_t = torch.tensor(std, device=self.device).view(1, 3, 1, 1)
         self.scale = 1.0 / (255.0 * std_t)
         self.shift = torch.tensor(mean, device=self.device).view(1, 3, 1, 1) / std_t
@@ -193,7 +193,7 @@ class DeviceLoader:
             x = self.images[batch]
             if self.train and self.augment:
                 x = crop_flip(x, dy[batch], dx[batch], flip[batch])
-            x = x.float() * self.scale - self.shift
+            x = x.float().mul_(self.scale).sub_(self.shift)  # in place: one batch buffer, not three
             yield x.contiguous(memory_format=self.memory_format), self.labels[batch]
 
 

@@ -51,13 +51,18 @@ def plot_lr_range(lrs, losses, suggested=None, title="LR range test"):
     return fig
 
 
+TIME_PARTS = {"compute": ("forward, backward, step", "tab:blue"), "data": ("waiting for data", "tab:orange"),
+              "sync": ("host reads (syncs)", "tab:red"), "other": ("Python between ops, idle", "tab:gray")}
+
+
 def plot_time_split(rows, title="where a step's time goes"):
-    """rows: {label: {"data": s, "sync": s, "compute": s}} per step; stacked bars."""
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(rows)))
+    """rows: {label: {"compute": s, "data": s, "sync": s, "other": s}} per step (the probe's
+    time_split); stacked bars in ms."""
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(rows)))
     left = np.zeros(len(rows))
-    for part, color in (("compute", "tab:blue"), ("data", "tab:orange"), ("sync", "tab:red")):
+    for part, (name, color) in TIME_PARTS.items():
         values = np.array([1e3 * r.get(part, 0.0) for r in rows.values()])
-        ax.barh(list(rows), values, left=left, color=color, label=part)
+        ax.barh(list(rows), values, left=left, color=color, label=name)
         left += values
     ax.set(xlabel="ms per step", title=title)
     ax.legend(fontsize=8)

@@ -11,11 +11,14 @@ computed here, in the parent, from what the child measured. Thresholds are relat
 solution measured in the same run.
 """
 
+import concurrent.futures
 import difflib
+import functools
 import html
 import json
 import math
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,17 +205,21 @@ class LabExercise(Exercise):
         return numbers
 
 
-def run_variants(variants, device="cpu", timeout=60.0, stream=False):
+def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None):
     """Run [{name, source, max_steps}] one after another in one child; return {name: report}.
 
     One child for many variants: one torch import and one data load. If the child hangs or
     dies, the variant it was running is reported as "timeout" or "crashed" and the ones not
-    yet run are missing from the result.
+    yet run are missing from the result. on_progress(curves), if given, is called about
+    every 0.3 s while a variant trains, with its curves so far ({name, losses, grad_norms,
+    batch_accs}), for live plots.
     """
     with tempfile.TemporaryDirectory(prefix="trainlab-check-") as tmp:
-        spec, report = Path(tmp) / "spec.json", Path(tmp) / "report.json"
-        spec.write_text(json.dumps({"variants": variants, "device": device}))
-        result = runner.run_python(harness.__file__, args=[spec, report], timeout=timeout, stream=stream)
+        spec, report, progress = Path(tmp) / "spec.json", Path(tmp) / "report.json", Path(tmp) / "progress.json"
+        spec.write_text(json.dumps({"variants": variants, "device": device,
+                                    "progress": str(progress) if on_progress else None}))
+        run = functools.partial(runner.run_python, harness.__file__, args=[spec, report], timeout=timeout, stream=stream)
+        result = run() if on_progress is None else _while_polling(run, progress, on_progress)
         state = json.loads(report.read_text()) if report.exists() else {"running": None, "variants": {}}
     reports = state["variants"]
     if state["running"]:  # the variant in flight when the child hung or died
@@ -221,6 +228,24 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False):
     elif not result.ok:
         raise RuntimeError(f"the check's own child failed: {result.error}\n{result.output[-3000:]}")
     return reports
+
+
+def _while_polling(run, progress, on_progress, every_s=0.3):
+    """run() in a thread; meanwhile hand each new version of the progress file to on_progress."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future, seen = pool.submit(run), None
+        while True:
+            finished = future.done()
+            try:
+                stamp = progress.stat().st_mtime_ns
+                if stamp != seen:
+                    seen = stamp
+                    on_progress(json.loads(progress.read_text()))
+            except (FileNotFoundError, json.JSONDecodeError):
+                pass  # not written yet
+            if finished:
+                return future.result()
+            time.sleep(every_s)
 
 
 def _low_precision_share(report):

@@ -16,6 +16,7 @@ parent (`trainlab.checks.core`), never here.
 import json
 import os
 import sys
+import time
 import traceback
 
 import torch
@@ -38,11 +39,13 @@ def held_out_accuracy(namespace):
     return correct / max(seen, 1)
 
 
-def run_variant(name, source, max_steps, seed=0):
+def run_variant(name, source, max_steps, seed=0, progress_path=None):
     torch.manual_seed(seed)
     namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
-    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False) as probe:
+    on_step = _progress_writer(name, progress_path) if progress_path else None
+    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=bool(progress_path),
+               on_step=on_step) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
         except StopTraining:
@@ -58,6 +61,20 @@ def run_variant(name, source, max_steps, seed=0):
         except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal
             report["eval_error"] = f"{type(exc).__name__}: {exc}"
     return report
+
+
+def _progress_writer(name, path, every_s=0.3):
+    """An on_step callback publishing the curves so far, at most every every_s seconds."""
+    last = [0.0]
+
+    def write(probe):
+        now = time.perf_counter()
+        if now - last[0] >= every_s:
+            last[0] = now
+            _write(path, {"name": name, "losses": probe.losses, "grad_norms": probe.grad_norms,
+                          "batch_accs": probe.batch_accs})
+
+    return write
 
 
 def _learner_traceback():
@@ -76,7 +93,7 @@ def main(spec_path, report_path):
         results["running"] = variant["name"]
         _write(report_path, results)
         results["variants"][variant["name"]] = run_variant(
-            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0)
+            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0), spec.get("progress")
         )
         results["running"] = None
         _write(report_path, results)

@@ -53,8 +53,12 @@ class _Saved:
 
 
 class Probe:
-    def __init__(self, max_steps=200, time_limit_s=60.0, watch_finite=True):
+    def __init__(self, max_steps=200, time_limit_s=60.0, watch_finite=True, curves=False, on_step=None):
         self.max_steps, self.time_limit_s, self.watch_finite = max_steps, time_limit_s, watch_finite
+        # curves: a gradient norm and a batch accuracy every step (one extra read each), for live plots
+        self.curves, self.on_step, self.grad_norms, self.batch_accs = curves, on_step, [], []
+        self.sync_time, self.compute_time, self._sync, self._compute, self._computing = [], [], 0.0, 0.0, 0
+        self._forward_start = self._step_start = 0.0
         self.steps, self.backwards, self.losses, self.lrs = 0, 0, [], []
         self.step_times, self.data_wait, self.host_reads, self.saved_after_step = [], [], [], []
         self.saved_bytes, self._reads, self._wait, self._depth, self._internal = 0, 0, 0.0, 0, 0
@@ -99,6 +103,21 @@ class Probe:
         self._originals[(owner, name)] = original
         setattr(owner, name, wrapper(original))
 
+    def computing(self):
+        """Context timing the script's own compute (backward here; forward and step via hooks)."""
+        probe = self
+
+        class _Computing:
+            def __enter__(self):
+                probe._computing += 1
+                self.start = time.perf_counter()
+
+            def __exit__(self, *exc):
+                probe._computing -= 1
+                probe._compute += time.perf_counter() - self.start
+
+        return _Computing()
+
     def internal(self):
         """Context for the probe's own tensor reads: they are not the script's host syncs."""
         probe = self
@@ -126,7 +145,8 @@ class Probe:
             if probe.optimizers and probe.steps < DETAIL_STEPS:
                 with probe.internal():
                     probe.stale_grads.append(probe._grads_left_over())
-            return original(tensor, *args, **kwargs)
+            with probe.computing():
+                return original(tensor, *args, **kwargs)
 
         return backward
 
@@ -134,9 +154,17 @@ class Probe:
         probe = self
 
         def read(tensor, *args, **kwargs):
-            if not probe._internal:
-                probe._reads += 1
-            return original(tensor, *args, **kwargs)
+            if probe._internal:
+                return original(tensor, *args, **kwargs)
+            probe._reads += 1
+            start = time.perf_counter()
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                waited = time.perf_counter() - start
+                probe._sync += waited
+                if probe._computing:  # a read inside forward/backward is sync time, not compute
+                    probe._compute -= waited
 
         return read
 
@@ -166,6 +194,9 @@ class Probe:
                         probe.probabilities_into_loss += 1
                     if len(probe.targets) < CAPTURE_STEPS:
                         probe.targets.append(target.detach().cpu())
+            if probe.curves and input.ndim == 2 and target.ndim == 1 and len(input) == len(target):
+                with probe.internal(), torch.no_grad():
+                    probe.batch_accs.append(float((input.argmax(1) == target).float().mean()))
             return original(input, target, *args, **kwargs)
 
         return loss
@@ -175,18 +206,28 @@ class Probe:
         self._internal += 1  # the optimizer's own reads (e.g. Adam's step count) are not the script's
         if optimizer not in self.optimizers:
             self.optimizers.append(optimizer)
-        if self.steps < DETAIL_STEPS:
+        if self.steps < DETAIL_STEPS or self.curves:
             with self.internal(), torch.no_grad():
                 params = [p for g in optimizer.param_groups for p in g["params"]]
                 grads = [p.grad for p in params if p.grad is not None]
                 norm = float(torch.linalg.vector_norm(torch.stack([g.float().norm() for g in grads]))) if grads else 0.0
-                self.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
-                                        "zero": sum(int(not g.any()) for g in grads)})
+                self.grad_norms.append(norm)
+                if self.steps < DETAIL_STEPS:
+                    self.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
+                                            "zero": sum(int(not g.any()) for g in grads)})
+        self._step_start = time.perf_counter()
 
     def _after_step(self, optimizer, args, kwargs):
         self._internal -= 1
         now = time.perf_counter()
+        self._compute += now - self._step_start
         self.steps += 1
+        self.sync_time.append(self._sync)
+        self.compute_time.append(self._compute)
+        self._sync, self._compute = 0.0, 0.0
+        if self.on_step is not None:
+            with self.internal():
+                self.on_step(self)
         self.lrs.append([g["lr"] for g in optimizer.param_groups])
         self.step_times.append(now - self._last_step)
         self.data_wait.append(self._wait)
@@ -224,10 +265,16 @@ class Probe:
                     self.features.append(image_features(x.detach().float()).cpu())
                     if len(self.batches) < KEEP_BATCHES:
                         self.batches.append(x.detach().clone())
+        if self._depth == 0 and module is self.root:
+            self._forward_start = time.perf_counter()
+            self._computing += 1
         self._depth += 1
 
     def _after_forward(self, module, inputs, output):
         self._depth -= 1
+        if self._depth == 0 and module is self.root:
+            self._compute += time.perf_counter() - self._forward_start
+            self._computing -= 1
         if not torch.is_grad_enabled():
             return
         out = output if isinstance(output, torch.Tensor) else None
@@ -280,6 +327,14 @@ class Probe:
         used = set(self.used_params)
         return len(used - optimized), len(optimized - used)
 
+    def time_split(self, steady=slice(None)):
+        """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
+        (compute), and the rest (Python between ops, idle)."""
+        split = {"data": _mean(self.data_wait[steady]), "sync": _mean(self.sync_time[steady]),
+                 "compute": _mean(self.compute_time[steady])}
+        split["other"] = max(_mean(self.step_times[steady]) - sum(split.values()), 0.0)
+        return split
+
     def summary(self):
         """Everything measured, as plain numbers (JSON-serialisable)."""
         steady = slice(1, None) if len(self.step_times) > 2 else slice(None)  # skip the warm-up step
@@ -292,6 +347,8 @@ class Probe:
             "lr": [lr[0] for lr in self.lrs], "wall_s": getattr(self, "wall_s", 0.0),
             "step_s": step_s / max(len(self.step_times[steady]), 1),
             "data_wait_share": wait_s / step_s if step_s else 0.0,
+            "time_split": self.time_split(steady),
+            "grad_norms": self.grad_norms, "batch_accs": self.batch_accs,
             "host_reads_per_step": sorted(reads)[len(reads) // 2] if reads else 0,  # median
             "saved_bytes_after_step": saved,
             "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
@@ -305,6 +362,10 @@ class Probe:
             "optimizers": [_describe(o) for o in self.optimizers],
             "init_weight_std": self.init_weights,
         }
+
+
+def _mean(values):
+    return sum(values) / max(len(values), 1)
 
 
 def image_features(x):

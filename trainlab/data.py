@@ -160,7 +160,7 @@ class DeviceLoader:
     """The fast path: a whole split on the device, batched augmentation, no worker processes."""
 
     def __init__(self, images, labels, batch_size, *, mean, std, device="cpu", train=True,
-                 seed=0, channels_last=False, indices=None, augment=None):
+                 seed=0, channels_last=False, indices=None, augment=None, rank=0, world_size=1):
         self.device = torch.device(device)
         self.images = images.to(self.device)
         self.labels = labels.to(self.device)
@@ -169,6 +169,12 @@ class DeviceLoader:
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # Only these sample ids are served (a rank's shard); all of them by default.
         self.indices = torch.arange(len(labels)) if indices is None else torch.as_tensor(indices)
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank={rank} with world_size={world_size}: need 0 <= rank < world_size")
+        # Data-parallel sharding like DistributedSampler: one shuffle shared by every rank, then
+        # every world_size-th sample, so the ranks' batches at step s together are exactly the
+        # single-process batch s of size world_size * batch_size.
+        self.rank, self.world_size = rank, world_size
         # Normalise as x * scale - shift, folded from (x / 255 - mean) / std.
         std_t = torch.tensor(std, device=self.device).view(1, 3, 1, 1)
         self.scale = 1.0 / (255.0 * std_t)
@@ -178,8 +184,14 @@ class DeviceLoader:
         self.epoch = epoch
 
     def __len__(self):
-        n = len(self.indices)
+        n = len(self.indices) // self.world_size if self.train else len(self.shard(self.indices))
         return n // self.batch_size if self.train else -(-n // self.batch_size)
+
+    def shard(self, ids):
+        """This rank's share; in training every rank gets the same count (the rest is dropped)."""
+        if self.train:
+            ids = ids[:len(ids) // self.world_size * self.world_size]
+        return ids[self.rank::self.world_size]
 
     def __iter__(self):
         ids = self.indices
@@ -187,7 +199,7 @@ class DeviceLoader:
             g = torch.Generator().manual_seed(self.seed * 7919 + self.epoch)
             ids = ids[torch.randperm(len(ids), generator=g)]
             dy, dx, flip = (p.to(self.device) for p in augmentation_params(len(self.labels), self.seed, self.epoch))
-        ids = ids.to(self.device)
+        ids = self.shard(ids).to(self.device)
         for i in range(len(self)):
             batch = ids[i * self.batch_size:(i + 1) * self.batch_size]
             x = self.images[batch]

@@ -66,6 +66,13 @@ def source(name, fixed=False):
     return "\n".join(out) + "\n"
 
 
+def write(name, path, fixed=False):
+    """Write the lab's broken or fixed text to path (for torchrun, which needs a file)."""
+    path = Path(path)
+    path.write_text(source(name, fixed))
+    return path
+
+
 def fix_groups(name):
     """One short description per separate fix in the lab (its first fix line, stripped)."""
     lines = raw(name).splitlines()

@@ -104,6 +104,44 @@ class ResNet(nn.Module):
         return self.head(self.blocks(x))
 
 
+class ViTBlock(nn.Module):
+    """Pre-norm transformer block: x + attention(LN(x)), then x + MLP(LN(x))."""
+
+    def __init__(self, dim, heads, mlp_ratio=4):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp_ratio * dim), nn.GELU(), nn.Linear(mlp_ratio * dim, dim))
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+class ViT(nn.Module):
+    """A small vision transformer for 32x32 images: 4x4 patches (64 tokens), `depth` blocks.
+
+    Module 02's model: transformer blocks are the natural FSDP unit, and every layer is
+    smooth (LayerNorm, GELU, softmax, mean pooling: no max-pool or ReLU kinks), so runs that
+    differ only in rounding (1 vs N ranks) stay within rounding of each other.
+    """
+
+    def __init__(self, dim=64, depth=6, heads=4, num_classes=10, patch=4):
+        super().__init__()
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.randn((32 // patch) ** 2, dim) * 0.02)  # (tokens, dim): shards evenly
+        self.blocks = nn.ModuleList(ViTBlock(dim, heads) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = zero_init_head(nn.Linear(dim, num_classes))
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos  # (B, tokens, dim)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x).mean(1))
+
+
 def zero_init_head(head):
     """Zero the classifier so every class starts equally likely: loss at init = ln(classes)."""
     nn.init.zeros_(head.weight)

@@ -11,10 +11,12 @@ in its own session, so killing one process group is not enough); a failed rank i
 with its error line.
 """
 
+import concurrent.futures
 import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -79,8 +81,10 @@ def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, en
     return result
 
 
-def run_distributed(script, *, nproc, args=(), timeout=120.0, env=None, stream=True, max_restarts=0, cwd=None):
-    """Launch script on nproc local ranks with torch.distributed.run; return a Result.
+def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, env=None, stream=True,
+                    max_restarts=0, cwd=None):
+    """Launch a script file (or a module, -m) on nproc local ranks with torch.distributed.run;
+    return a Result.
 
     Rendezvous stays on localhost (--standalone). On failure, result.failed_rank and
     result.error name the first rank that failed and its exception line.
@@ -90,10 +94,45 @@ def run_distributed(script, *, nproc, args=(), timeout=120.0, env=None, stream=T
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
         f"--max-restarts={max_restarts}", "--tee=3",  # prefix every line with its rank
-        str(script), *map(str, args),
+        *_target(script, module), *map(str, args),
     ]
-    extra = {"OMP_NUM_THREADS": "1", **(env or {})}  # ranks share the cores
-    result = run_command(cmd, timeout=timeout, env=child_env(extra), stream=stream, cwd=cwd)
+    result = run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd)
+    return _name_failed_rank(result)
+
+
+def run_multinode(script=None, *, nnodes, nproc_per_node=1, module=None, args=(), timeout=120.0, env=None,
+                  stream=True, cwd=None):
+    """Run nnodes torchrun agents on this machine, joined by c10d rendezvous on 127.0.0.1 -
+    what `--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT` does across machines.
+    Returns one Result per agent (agent 0's output streams)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}",
+           "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=trainlab-{port}", "--tee=3",
+           *_target(script, module), *map(str, args)]
+    with concurrent.futures.ThreadPoolExecutor(nnodes) as pool:
+        futures = [pool.submit(run_command, cmd, timeout=timeout, env=_rank_env(env), stream=stream and node == 0,
+                               cwd=cwd) for node in range(nnodes)]
+        return [_name_failed_rank(f.result()) for f in futures]
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _target(script, module):
+    if (script is None) == (module is None):
+        raise ValueError("give exactly one of script= or module=")
+    return ["-m", module] if module else [str(script)]
+
+
+def _rank_env(env):
+    return child_env({"OMP_NUM_THREADS": "1", **(env or {})})  # ranks share the cores
+
+
+def _name_failed_rank(result):
     if not result.ok:
         rank = failed_rank(result.output)
         result.failed_rank = rank

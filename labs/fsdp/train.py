@@ -150,9 +150,12 @@ def run(args, ctx):
 
     model = build_model(args, ctx)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # BUG
-    model = shard(model, args, ctx)
+    model = shard(model, args, ctx)  # BUG
+    #+ model = shard(model, args, ctx)
     #+ optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding: over the shards FSDP made
 
+    if args.ckpt_dir:
+        args.ckpt_dir.mkdir(parents=True, exist_ok=True)
     step = 0
     if args.resume and args.ckpt_dir:
         step = checkpoint.load_latest(args.ckpt_dir, model, optimizer) or 0

@@ -5,6 +5,7 @@ Each module adds its own here (module 01's labs, 02's FSDP mistakes, ...).
 
 from trainlab.checks.core import LabExercise
 from trainlab.checks.debugging import DEBUGGING
+from trainlab.checks.fsdp import FsdpLabExercise
 
 EXERCISES = {
     "warmup": LabExercise(
@@ -17,6 +18,7 @@ EXERCISES = {
         max_steps=120,
     ),
     **{exercise.name: exercise for exercise in DEBUGGING},
+    "fsdp/train": FsdpLabExercise(),
 }
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import torch
 
+from trainlab.viz import table  # noqa: F401 - re-exported: the benchmarks print their tables with it
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -31,11 +33,3 @@ def write_result(name, payload):
     tmp.write_text(json.dumps(payload, indent=2) + "\n")
     os.replace(tmp, path)
     return path
-
-
-def table(rows, columns):
-    """Rows of dicts as a fixed-width text table (also valid Markdown)."""
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = lambda vals: "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths)) + " |"  # noqa: E731
-    return "\n".join([line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells)])

@@ -8,57 +8,27 @@ exact resume, a rank killed and restarted by torchrun, and two torchrun agents.
 """
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from trainlab import labs, runner
-from trainlab.dist import checkpoint
+from trainlab import runner
+from trainlab.dist import checkpoint, experiments
 
 SCRIPTS = Path(__file__).parent / "scripts"
 STEPS = 6
 BYTES = 4  # fp32
 
 
-def configs(world_size, ckpt):
-    run = ["--steps", str(STEPS)]
-    spec = {"ddp": ["--mode", "ddp", *run], "fsdp2": ["--mode", "fsdp2", *run]}
-    if world_size > 1:
-        spec |= {"fsdp2_root": ["--mode", "fsdp2", "--wrap", "root", *run],
-                 "fsdp2_noreshard": ["--mode", "fsdp2", "--no-reshard", *run],
-                 "fsdp2_accum": ["--mode", "fsdp2", "--accum", "4", *run],
-                 "fsdp2_accum_sync": ["--mode", "fsdp2", "--accum", "4", "--sync-every-micro-step", *run]}
-    if world_size == 2:
-        spec |= {"fsdp1": ["--mode", "fsdp1", *run],
-                 # checkpointing: uninterrupted 8 steps vs 4 steps, then resumed to 8
-                 "ckpt_straight": ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/a"],
-                 "ckpt_first_half": ["--mode", "fsdp2", "--steps", "4", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/b"],
-                 "ckpt_resumed": ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/b",
-                                  "--resume"]}
-    else:  # load the 2-rank checkpoint on 1 and on 4 ranks (no further steps)
-        spec |= {"ckpt_loaded": ["--mode", "fsdp2", "--steps", "8", "--ckpt-dir", f"{ckpt}/a", "--resume"]}
-    return spec
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp")
-    script = labs.write("fsdp/train", root / "train.py", fixed=True)
-    single = runner.run_python(script, args=["--mode", "single", "--steps", STEPS, "--report", root / "single.json",
-                                             "--final", root / "single.pt"], timeout=120)
-    assert single.ok, single.error
+    experiments.run_single(["--steps", str(STEPS)], root)
     for world_size in (2, 1, 4):  # 2 first: it writes the checkpoints the others load
-        out = root / f"w{world_size}"
-        out.mkdir()
-        spec = out / "spec.json"
-        spec.write_text(json.dumps(configs(world_size, root / "ckpt")))
-        result = runner.run_distributed(module="trainlab.dist.suite", nproc=world_size,
-                                        args=[script, spec, out], timeout=300, stream=False)
-        assert result.ok, f"{world_size} ranks: {result.error}\n{result.output[-3000:]}"
+        experiments.run_configs(experiments.claim_configs(world_size, STEPS, root / "ckpt"), world_size, root,
+                                timeout=300)
     return root
 
 
@@ -204,3 +174,13 @@ def test_a_collective_only_some_ranks_call_fails_at_the_timeout_and_names_the_ra
     assert not result.ok and not result.timed_out
     assert result.failed_rank == 0 and "rank 0" in result.error, result.error
     assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 4])
+def test_planner_agrees_with_the_measured_runs(lab, world_size):
+    from trainlab.dist.planner import plan
+
+    for name, strategy in (("ddp", "ddp"), ("fsdp2", "zero3")):
+        predicted = plan(psi(lab), world_size, strategy, precision="fp32", optimizer="adamw")["device_total"]
+        for rank in report(lab, world_size, name)["ranks"]:
+            assert rank["state"]["total"] == pytest.approx(predicted, rel=0.01)

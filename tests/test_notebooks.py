@@ -21,6 +21,10 @@ def execute(folder, name, tag="", **parameters):
     BUILD.mkdir(parents=True, exist_ok=True)
     out = BUILD / f"{folder}-{tag}{name}"
     params = {"device": os.environ.get("TRAINLAB_TEST_DEVICE", "cpu"), "smoke": True, **parameters}
+    if params["device"].startswith("cuda"):  # nccl: one rank per GPU, so no more ranks than GPUs
+        import torch
+
+        params.setdefault("world_size", min(2, torch.cuda.device_count()))
     # Time limits turn a stuck kernel into a failure instead of a CI run that never ends.
     papermill.execute_notebook(str(REPO / folder / name), str(out), parameters=params, kernel_name="python3",
                                cwd=str(REPO / "notebooks"), progress_bar=False, start_timeout=120,

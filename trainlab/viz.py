@@ -51,6 +51,15 @@ def say(text):
         print(text)
 
 
+def table(rows, columns=None):
+    """Rows of dicts as a fixed-width text table (also valid Markdown)."""
+    columns = list(columns or (rows[0] if rows else []))
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = lambda vals: "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths)) + " |"  # noqa: E731
+    return "\n".join([line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells)])
+
+
 def plot_run(record, fig=None):
     """Loss, accuracy, learning rate and gradient norm of a RunRecord on a 2x2 figure."""
     fig = fig or plt.figure(figsize=(10, 6))

@@ -227,7 +227,7 @@ def main(argv=None):
     args = parse(argv)
     ctx = init(args.device, timeout_s=args.pg_timeout)
     run(args, ctx)
-    shutdown()  # not on an error: the traceback goes out and torchrun stops the other ranks
+    shutdown(exit_process=True)  # not on an error: the traceback goes out and torchrun stops the other ranks
 
 
 if __name__ == "__main__":

@@ -77,8 +77,8 @@ class FsdpLabExercise(Exercise):
                     "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
             (tmp / "spec.json").write_text(json.dumps(spec))
             result = runner.run_distributed(module="trainlab.dist.suite", nproc=self.world_size,
-                                            args=[script, tmp / "spec.json", tmp / "out"], timeout=self.timeout,
-                                            stream=False)
+                                            args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
+                                            timeout=self.timeout, stream=False)
             out = {"ok": result.ok, "error": result.error, "output": result.output[-4000:],
                    "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists()}
             for name in ("run", "resumed"):
@@ -87,6 +87,12 @@ class FsdpLabExercise(Exercise):
                     out[f"{name}_state"] = torch.load(tmp / "out" / f"{name}.pt", weights_only=True)
         return out
 
+    def run_device(self):
+        """The notebook's device, unless it has fewer GPUs than the check's ranks (then CPU, gloo)."""
+        if self.device.startswith("cuda") and torch.cuda.device_count() < self.world_size:
+            return "cpu"
+        return self.device
+
     @functools.cached_property
     def reference(self):
         """The solution on one process, same steps and global batch: final state and batch sum."""
@@ -94,7 +100,8 @@ class FsdpLabExercise(Exercise):
             tmp = Path(tmp)
             script = labs.write(LAB, tmp / "train.py", fixed=True)
             result = runner.run_python(script, args=["--mode", "single", "--steps", self.steps, "--report",
-                                                     tmp / "r.json", "--final", tmp / "r.pt"], timeout=120, stream=False)
+                                                     tmp / "r.json", "--final", tmp / "r.pt", "--device", self.run_device()],
+                                       timeout=120, stream=False)
             if not result.ok:
                 raise RuntimeError(f"the FSDP lab's own solution failed on one process: {result.error}")
             report = json.loads((tmp / "r.json").read_text())

@@ -9,6 +9,7 @@ runs as `python train.py` too.
 """
 
 import os
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -75,12 +76,21 @@ def _attempt_store(world_size, timeout_s):
     return dist.PrefixStore(f"trainlab/attempt-{attempt}", agent_store)
 
 
-def shutdown():
+def shutdown(exit_process=False):
     """Leave the process group together: a rank that tears down its connections while
-    another is still finishing a collective can make that rank abort."""
+    another is still finishing a collective can make that rank abort.
+
+    exit_process=True then ends the process at once, skipping the interpreter's teardown:
+    after distributed checkpointing, about 1 run in 20 here aborted in that teardown
+    ("terminate called without an active exception", a C++ thread still owned by an object
+    destroyed late), after all work was done. Call it last, when everything is written."""
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+    if exit_process:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def seed_everything(seed, rank=0):

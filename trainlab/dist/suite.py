@@ -29,7 +29,7 @@ def main(script, spec_path, out_dir, device="auto"):
         args = namespace["parse"]([*defaults, *argv])
         namespace["run"](args, ctx)
         ctx.print(f"suite: {name} done")
-    shutdown()
+    shutdown(exit_process=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,130 @@
+"""Per-rank memory of model states for DDP, ZeRO-1/2/3 (FSDP) and CPU offload: a model.
+
+    plan(70e9, world_size=8, strategy="zero3", precision="mixed", optimizer="adam", device_gb=80)
+
+Bytes per parameter (Psi = parameter count):
+- weights used in compute: 4 (fp32) or 2 (mixed: bf16/fp16 copies);
+- gradients: the same width as the weights;
+- fp32 master weights: 4 in mixed precision (the optimizer updates these), 0 in fp32;
+- optimizer state: Adam/AdamW 8 (m and v in fp32), SGD with momentum 4, plain SGD 0.
+Mixed-precision Adam: 2 + 2 + 4 + 8 = 16 bytes; fp32 Adam: 4 + 4 + 0 + 8 = 16. Both total
+16*Psi, but ZeRO-1/2 shard different parts, so their figures depend on the split.
+
+What each strategy shards across N ranks (DeepSpeed's names; FSDP FULL_SHARD = ZeRO-3,
+SHARD_GRAD_OP = ZeRO-2): ddp nothing; zero1 optimizer state and master weights; zero2 also
+gradients; zero3 also weights; offload is ZeRO-3 with master weights and optimizer state in
+CPU memory (the GPU keeps the bf16/fp32 weight and gradient shards). Activations and the
+temporarily gathered unit are not model states and are not in these figures.
+"""
+
+import math
+
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "offload")
+OPTIMIZER_BYTES = {"adam": 8, "adamw": 8, "sgd_momentum": 4, "sgd": 0}
+PRECISIONS = ("fp32", "mixed")
+GB = 1e9  # decimal gigabytes, as GPU memory is usually quoted (80 GB)
+
+
+def bytes_per_param(precision="mixed", optimizer="adam"):
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r}: use one of {PRECISIONS}")
+    if optimizer not in OPTIMIZER_BYTES:
+        raise ValueError(f"optimizer {optimizer!r}: use one of {sorted(OPTIMIZER_BYTES)}")
+    low = precision == "mixed"
+    return {"weights": 2 if low else 4, "grads": 2 if low else 4, "master": 4 if low else 0,
+            "optimizer": OPTIMIZER_BYTES[optimizer]}
+
+
+def plan(params, world_size, strategy="zero3", precision="mixed", optimizer="adam", device_gb=None):
+    """Bytes per rank of each model state on the device (and on the CPU for offload)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r}: use one of {STRATEGIES}")
+    if not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size={world_size!r}: need an integer >= 1")
+    per = bytes_per_param(precision, optimizer)
+    sharded = {"ddp": set(), "zero1": {"master", "optimizer"}, "zero2": {"master", "optimizer", "grads"},
+               "zero3": set(per), "offload": set(per)}[strategy]
+    on_device, on_cpu = {}, {}
+    for part, nbytes in per.items():
+        total = params * nbytes / (world_size if part in sharded else 1)
+        if strategy == "offload" and part in ("master", "optimizer"):
+            on_cpu[part], on_device[part] = total, 0.0
+        else:
+            on_device[part] = total
+    out = {"strategy": strategy, "world_size": world_size, "precision": precision, "optimizer": optimizer,
+           "bytes_per_param": sum(per.values()), "device": on_device, "device_total": sum(on_device.values()),
+           "cpu_total": sum(on_cpu.values())}
+    if device_gb is not None:
+        out["fits"] = out["device_total"] <= device_gb * GB
+        out["min_ranks"] = min_ranks(params, strategy, precision, optimizer, device_gb)
+    return out
+
+
+def min_ranks(params, strategy, precision, optimizer, device_gb, limit=1 << 20):
+    """The fewest ranks whose per-rank model states fit in device_gb (None if none do)."""
+    per = plan(params, 1, strategy, precision, optimizer)["device"]
+    replicated = sum(v for k, v in per.items() if plan(params, 2, strategy, precision, optimizer)["device"][k] == v)
+    sharded = sum(per.values()) - replicated
+    room = device_gb * GB - replicated
+    if room <= 0:
+        return None
+    n = max(1, math.ceil(sharded / room))
+    return n if n <= limit else None
+
+
+def table(params, world_size, precision="mixed", optimizer="adam", device_gb=None):
+    """One row per strategy: GB per rank on the device (and CPU), whether it fits."""
+    rows = []
+    for strategy in STRATEGIES:
+        p = plan(params, world_size, strategy, precision, optimizer, device_gb)
+        row = {"strategy": strategy, **{f"{k} GB": round(v / GB, 2) for k, v in p["device"].items()},
+               "device GB": round(p["device_total"] / GB, 2), "cpu GB": round(p["cpu_total"] / GB, 2)}
+        if device_gb is not None:
+            row["fits"], row["min ranks"] = p["fits"], p["min_ranks"]
+        rows.append(row)
+    return rows
+
+
+def planner_widget(params=70e9, world_size=8, device_gb=80):
+    """Sliders and menus for the model above, with a stacked bar per strategy (JupyterLab)."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    billions = w.FloatLogSlider(value=params / 1e9, base=10, min=-2, max=3, step=0.05, description="params (B)")
+    ranks = w.IntSlider(value=world_size, min=1, max=256, description="ranks")
+    memory = w.FloatSlider(value=device_gb, min=8, max=192, step=8, description="GPU GB")
+    precision = w.Dropdown(options=PRECISIONS, value="mixed", description="precision")
+    optimizer = w.Dropdown(options=sorted(OPTIMIZER_BYTES), value="adam", description="optimizer")
+
+    def draw(billions, ranks, memory, precision, optimizer):
+        fig = plot_plan(billions * 1e9, ranks, precision, optimizer, memory)
+        display(fig)
+        plt.close(fig)
+
+    out = w.interactive_output(draw, dict(billions=billions, ranks=ranks, memory=memory, precision=precision,
+                                          optimizer=optimizer))
+    display(w.VBox([w.HBox([billions, ranks, memory]), w.HBox([precision, optimizer]), out]))
+
+
+def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb=80):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    bottoms = [0.0] * len(STRATEGIES)
+    plans = [plan(params, world_size, s, precision, optimizer, device_gb) for s in STRATEGIES]
+    for part, color in (("weights", "tab:blue"), ("grads", "tab:orange"), ("master", "tab:green"),
+                        ("optimizer", "tab:red")):
+        values = [p["device"][part] / GB for p in plans]
+        ax.bar(STRATEGIES, values, bottom=bottoms, color=color, label=part)
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    ax.axhline(device_gb, color="black", ls="--", lw=1, label=f"{device_gb:g} GB per GPU")
+    for i, p in enumerate(plans):
+        ax.text(i, bottoms[i], f"{p['device_total'] / GB:.0f}" + ("" if p["fits"] else " x"), ha="center", va="bottom",
+                fontsize=8)
+    ax.set(ylabel="GB per rank (model states)", yscale="log",
+           title=f"{params / 1e9:g}B params, {world_size} ranks, {precision}, {optimizer}")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    plt.close(fig)  # shown once, as the cell's value
+    return fig

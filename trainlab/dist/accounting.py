@@ -23,9 +23,14 @@ RING_FACTOR = {
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0 if n > 1 else 0.0,
+    "sparse_all_reduce": lambda n: n - 1,  # this rank's (index, value) pairs reach the n-1 others
+    "all_to_all": lambda n: 1.0,  # recorded as the bytes actually leaving this rank
+    "send": lambda n: 1.0,  # point to point
 }
 
 _C10D = {  # c10d op name -> (kind, index of the full-size tensor among the op's arguments)
+    "alltoall_base_": ("all_to_all", 1),  # (output, input, group, output splits, input splits, ...)
+    "send": ("send", 0),
     "_allgather_base_": ("all_gather", 0),  # (output, input): output is the full tensor
     "allgather_into_tensor_coalesced_": ("all_gather", 0),
     "_reduce_scatter_base_": ("reduce_scatter", 1),  # (output, input): input is the full tensor
@@ -34,6 +39,26 @@ _C10D = {  # c10d op name -> (kind, index of the full-size tensor among the op's
     "allreduce_coalesced_": ("all_reduce", 0),
     "broadcast_": ("broadcast", 0),
 }
+
+
+def _measure(kind, op, args, index):
+    """(kind, bytes) of one collective call, from the tensors handed to it."""
+    tensors = args[index]
+    if kind == "all_reduce" and any(t.is_sparse for t in tensors):
+        return "sparse_all_reduce", sum(_sparse_nbytes(t) for t in tensors)
+    if kind == "all_to_all":  # uneven splits: count what leaves this rank (not its own chunk)
+        import torch.distributed as dist
+
+        send, splits = tensors, args[4]
+        row = send[0].numel() * send.element_size() if send.ndim and len(send) else 0
+        own = splits[dist.get_rank()] * row if len(splits) else send.numel() * send.element_size() // dist.get_world_size()
+        return kind, _nbytes(send) - own
+    return kind, _nbytes(tensors)
+
+
+def _sparse_nbytes(t):
+    t = t.coalesce() if not t.is_coalesced() else t
+    return t.indices().numel() * t.indices().element_size() + t.values().numel() * t.values().element_size()
 
 
 def _nbytes(x):
@@ -77,7 +102,7 @@ class CollectiveCounter(TorchDispatchMode):
         packet = getattr(func, "_overloadpacket", None)
         if not self.paused and packet is not None and func.namespace == "c10d" and packet.__name__ in _C10D:
             kind, index = _C10D[packet.__name__]
-            self.calls.append((kind, _nbytes(args[index])))
+            self.calls.append(_measure(kind, packet.__name__, args, index))
         return func(*args, **kwargs)
 
     def record(self, kind, nbytes):

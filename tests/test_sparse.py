@@ -1,0 +1,59 @@
+"""Module 03: every exact sparse pattern equals the dense all-reduce; counted traffic matches
+the cost model. One launch per world size (2, 3, 4) runs all cases (trainlab.sparse.cases)."""
+
+import json
+
+import pytest
+
+from trainlab import runner
+from trainlab.sparse import cost
+
+WORLD_SIZES = (2, 3, 4)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out = {}
+    for size in WORLD_SIZES:
+        path = tmp_path_factory.mktemp("sparse") / f"w{size}.json"
+        result = runner.run_distributed(module="trainlab.sparse.cases", nproc=size, args=[path], timeout=300,
+                                        stream=False)
+        assert result.ok, result.error + "\n" + result.output[-2000:]
+        out[size] = json.loads(path.read_text())
+    return out
+
+
+@pytest.mark.parametrize("size", WORLD_SIZES)
+def test_every_exact_pattern_equals_the_dense_all_reduce(cases, size):
+    rows = cases[size]["exactness"]
+    assert {r["case"] for r in rows} >= {"uneven", "duplicates", "empty_rank", "identical", "disjoint", "rows", "float"}
+    for r in rows:
+        tolerance = 0.0 if r["integer"] else 1e-5
+        assert r["max_abs_error"] <= tolerance, r
+
+
+@pytest.mark.parametrize("size", WORLD_SIZES)
+def test_counted_bytes_match_the_cost_model_within_5_percent(cases, size):
+    rows = cases[size]["traffic"]
+    assert {r["algorithm"] for r in rows} == {"dense", "gloo_sparse", "allgather", "partitioned", "recursive_doubling"}
+    for r in rows:
+        assert r["measured_bytes"] == pytest.approx(r["model_bytes"], rel=0.05), r
+
+
+@pytest.mark.parametrize("size", WORLD_SIZES)
+def test_sparse_sends_far_less_than_dense_at_low_density(cases, size):
+    rows = {(r["algorithm"], r["overlap"]): r for r in cases[size]["traffic"] if r["k"] == 20_000}
+    for name in ("allgather", "partitioned", "recursive_doubling"):
+        assert rows[(name, 0.0)]["measured_bytes"] < 0.5 * rows[("dense", 0.0)]["measured_bytes"]
+
+
+def test_cost_model_fill_in_and_dense_switch():
+    D, k, N = 1_000_000, 10_000, 4
+    # overlap shrinks what partitioned reduction sends in its second phase, not what all-gather sends
+    assert cost.bytes_sent("partitioned", D, k, N, overlap=0.9) < cost.bytes_sent("partitioned", D, k, N, overlap=0.0)
+    assert cost.bytes_sent("allgather", D, k, N, overlap=0.9) == cost.bytes_sent("allgather", D, k, N, overlap=0.0)
+    # at high density recursive doubling is capped by the dense payload
+    assert cost.bytes_sent("recursive_doubling", D, 400_000, N) <= 2 * cost.bytes_sent("dense", D, k, N)
+    assert cost.union(3, k, D, 0.5) == pytest.approx(k * 2.0)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        cost.bytes_sent("butterfly", D, k, N)

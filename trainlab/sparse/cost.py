@@ -1,0 +1,116 @@
+"""How many bytes each pattern sends, and how long it should take - from the sizes alone.
+
+Inputs: D rows (a row is one value for a flat gradient), k non-zero rows per rank, N ranks,
+index and value widths in bytes, and `overlap`: the fraction of each rank's indices shared
+by all ranks (the rest are its own). The union of m ranks' indices is then
+u(m) = min(D, k * (overlap + (1 - overlap) * m)).
+
+bytes_sent() is the total over all ranks (per rank, divide by N; recursive doubling is
+uneven across ranks when N is not a power of two), counting every message the
+implementations here send, including the small count exchanges. time() adds a latency per
+message round and a merge cost per element handled, with constants measured by
+`measure_constants` (micro-benchmarks on the machine at hand).
+"""
+
+import math
+from dataclasses import dataclass
+
+COUNT_BYTES = 8  # an int64 count or header
+
+
+def union(m, k, D, overlap):
+    return min(D, k * (overlap + (1 - overlap) * m))
+
+
+def bytes_sent(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, dense_threshold=0.25, row=1):
+    """Total bytes all ranks send for one reduction (row: values per row)."""
+    pair = idx_bytes + row * val_bytes
+    if N == 1:
+        return 0.0
+    if algorithm == "dense":
+        return N * 2 * (N - 1) / N * D * row * val_bytes
+    if algorithm == "gloo_sparse":  # each rank's pairs reach the N-1 others
+        return N * (N - 1) * k * pair
+    if algorithm == "allgather":  # counts, then indices and values, each an all-gather
+        return N * (N - 1) * (COUNT_BYTES + k * pair)
+    if algorithm == "partitioned":
+        scatter = N * (N - 1) * COUNT_BYTES + N * k * (N - 1) / N * pair  # counts, then pairs to their owners
+        slice_rows = union(N, k, D, overlap) / N  # each owner's reduced slice
+        return scatter + N * (N - 1) * (COUNT_BYTES + slice_rows * pair)
+    if algorithm == "recursive_doubling":
+        return _recursive_doubling(D, k, N, pair, row * val_bytes, overlap, dense_threshold)
+    raise ValueError(f"unknown algorithm {algorithm!r}")
+
+
+def _recursive_doubling(D, k, N, pair, row_bytes, overlap, threshold):
+    power = 1 << (N.bit_length() - 1)
+    extra = N - power
+
+    def message(rows):  # a header, then the partial sum sparse or dense
+        dense = rows > threshold * D
+        return COUNT_BYTES + (D * row_bytes if dense else rows * pair)
+
+    total = extra * message(k)  # the extra ranks hand over their gradient
+    held = [2 if r < extra else 1 for r in range(power)]  # ranks' worth merged into each partial sum
+    mask = 1
+    while mask < power:
+        total += sum(message(union(m, k, D, overlap)) for m in held)
+        held = [held[r] + held[r ^ mask] for r in range(power)]
+        mask <<= 1
+    total += extra * message(union(N, k, D, overlap))  # results handed back
+    return total
+
+
+@dataclass
+class Constants:
+    """Measured on this machine: seconds per message round, seconds per byte sent by one
+    rank, seconds per (index, value) element merged."""
+    latency_s: float
+    s_per_byte: float
+    merge_s_per_element: float
+
+
+def rounds(algorithm, N):
+    """Sequential message rounds (each pays the latency once)."""
+    if algorithm == "dense":
+        return 2 * (N - 1)
+    if algorithm in ("gloo_sparse", "allgather"):
+        return 3 * (N - 1)  # counts, indices, values
+    if algorithm == "partitioned":
+        return 3 + 3 * (N - 1)
+    if algorithm == "recursive_doubling":
+        return 3 * (math.ceil(math.log2(N)) + 2 * (N & (N - 1) != 0))
+    raise ValueError(f"unknown algorithm {algorithm!r}")
+
+
+def merged_elements(algorithm, D, k, N, overlap=0.0):
+    if algorithm == "dense":
+        return D  # densify (a copy)
+    if algorithm in ("gloo_sparse", "allgather"):
+        return N * k
+    if algorithm == "partitioned":
+        return k + union(N, k, D, overlap)
+    return sum(union(2 ** i, k, D, overlap) for i in range(1, math.ceil(math.log2(N)) + 1)) + k
+
+
+def time(algorithm, D, k, N, constants, **kw):
+    """Predicted seconds for one reduction: latency + bytes (the busiest rank's share) + merging."""
+    per_rank = bytes_sent(algorithm, D, k, N, **kw) / N
+    return (rounds(algorithm, N) * constants.latency_s + per_rank * constants.s_per_byte
+            + merged_elements(algorithm, D, k, N, kw.get("overlap", 0.0)) * constants.merge_s_per_element)
+
+
+def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):
+    """The density k/D above which the dense all-reduce is predicted faster (bisection in log space)."""
+    def faster(density):
+        k = max(1, int(density * D))
+        return time(algorithm, D, k, N, constants, **kw) < time("dense", D, k, N, constants, **kw)
+
+    if not faster(lo):
+        return lo
+    if faster(hi):
+        return hi
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if faster(mid) else (lo, mid)
+    return math.sqrt(lo * hi)

@@ -57,3 +57,46 @@ def test_cost_model_fill_in_and_dense_switch():
     assert cost.union(3, k, D, 0.5) == pytest.approx(k * 2.0)
     with pytest.raises(ValueError, match="unknown algorithm"):
         cost.bytes_sent("butterfly", D, k, N)
+
+
+@pytest.fixture(scope="module")
+def training(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sparse-train") / "train.json"
+    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=2, args=[path, "--steps", 80],
+                                    timeout=300, stream=False)
+    assert result.ok, result.error
+    return json.loads(path.read_text())["runs"]
+
+
+def test_embedding_gradients_are_truly_sparse(training):
+    density = training["dense"]["density"]
+    assert 0 < max(density) < 0.05  # a few percent of the rows per step
+
+
+@pytest.mark.parametrize("mode", ["sparse_allgather", "sparse_partitioned"])
+def test_exact_sparse_sync_trains_like_dense_sync(training, mode):
+    dense, sparse = training["dense"]["losses"], training[mode]["losses"]
+    assert max(abs(a - b) for a, b in zip(dense, sparse)) < 1e-5
+
+
+def test_error_feedback_keeps_top_k_close_to_dense(training):
+    def tail(mode):
+        losses = training[mode]["losses"]
+        return sum(losses[-20:]) / 20
+
+    assert tail("dense") < training["dense"]["losses"][0] - 0.3  # it learns
+    gap_ef, gap_plain = abs(tail("topk_ef") - tail("dense")), abs(tail("topk_no_ef") - tail("dense"))
+    assert gap_ef < gap_plain  # dropped entries carried over instead of lost
+
+
+def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
+    path = tmp_path / "sweep.json"
+    result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=2, timeout=300, stream=False,
+                                    args=[path, "--size", 1 << 18, "--densities", 0.001, 0.3, "--repeats", 2])
+    assert result.ok, result.error
+    sweep = json.loads(path.read_text())
+    assert all(v > 0 for v in sweep["constants"].values())
+    assert len(sweep["rows"]) == 2 * 5
+    for row in sweep["rows"]:
+        assert row["seconds"] > 0 and row["model_seconds"] > 0
+        assert row["measured_bytes"] == pytest.approx(row["model_bytes"], rel=0.05), row

@@ -64,10 +64,12 @@ def _recursive_doubling(D, k, N, pair, row_bytes, overlap, threshold):
 @dataclass
 class Constants:
     """Measured on this machine: seconds per message round, seconds per byte sent by one
-    rank, seconds per (index, value) element merged."""
+    rank, seconds per (index, value) element merged (sorted and summed), seconds per row
+    written when a sparse gradient is made dense."""
     latency_s: float
     s_per_byte: float
     merge_s_per_element: float
+    densify_s_per_element: float = 0.0
 
 
 def rounds(algorithm, N):
@@ -83,21 +85,37 @@ def rounds(algorithm, N):
     raise ValueError(f"unknown algorithm {algorithm!r}")
 
 
-def merged_elements(algorithm, D, k, N, overlap=0.0):
+def merged_elements(algorithm, D, k, N, overlap=0.0, dense_threshold=0.25):
+    """(index, value) pairs sorted and summed (the dense all-reduce merges none)."""
     if algorithm == "dense":
-        return D  # densify (a copy)
+        return 0
     if algorithm in ("gloo_sparse", "allgather"):
         return N * k
     if algorithm == "partitioned":
         return k + union(N, k, D, overlap)
-    return sum(union(2 ** i, k, D, overlap) for i in range(1, math.ceil(math.log2(N)) + 1)) + k
+    # recursive doubling: round i merges two partial sums of union(2^(i-1)) rows each, while
+    # they are still held sparse (after that, a dense add: part of the densify term)
+    inputs = [union(2 ** (i - 1), k, D, overlap) for i in range(1, math.ceil(math.log2(N)) + 1)]
+    return sum(2 * m for m in inputs if m <= dense_threshold * D)
+
+
+def densified_rows(algorithm, D, k, N, overlap=0.0, dense_threshold=0.25):
+    """Rows written into a dense tensor: the baseline densifies the whole gradient; recursive
+    doubling does once its partial sums pass the threshold."""
+    if algorithm == "dense":
+        return D
+    if algorithm == "recursive_doubling" and union(N, k, D, overlap) > dense_threshold * D:
+        return D
+    return 0
 
 
 def time(algorithm, D, k, N, constants, **kw):
     """Predicted seconds for one reduction: latency + bytes (the busiest rank's share) + merging."""
     per_rank = bytes_sent(algorithm, D, k, N, **kw) / N
+    shape = (D, k, N, kw.get("overlap", 0.0), kw.get("dense_threshold", 0.25))
     return (rounds(algorithm, N) * constants.latency_s + per_rank * constants.s_per_byte
-            + merged_elements(algorithm, D, k, N, kw.get("overlap", 0.0)) * constants.merge_s_per_element)
+            + merged_elements(algorithm, *shape) * constants.merge_s_per_element
+            + densified_rows(algorithm, *shape) * constants.densify_s_per_element)
 
 
 def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):

@@ -11,29 +11,13 @@ top-k (with and without error feedback) sync on 2 ranks. Writes results/sparse.j
 """
 
 import argparse
-import json
-import math
 import tempfile
 from pathlib import Path
 
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
 from trainlab.device import resolve_device
-from trainlab.sparse import cost
-
-SPARSE = ("gloo_sparse", "allgather", "partitioned", "recursive_doubling")
-
-
-def measured_crossover(rows, algorithm):
-    """Density where the pattern's time meets the dense all-reduce's (log-log interpolation)."""
-    dense = {r["density"]: r["seconds"] for r in rows if r["algorithm"] == "dense"}
-    points = sorted((r["density"], math.log(r["seconds"] / dense[r["density"]])) for r in rows
-                    if r["algorithm"] == algorithm)
-    for (d1, r1), (d2, r2) in zip(points, points[1:]):
-        if r1 < 0 <= r2:
-            return math.exp(math.log(d1) + (0 - r1) / (r2 - r1) * (math.log(d2) - math.log(d1)))
-    return None if points[0][1] >= 0 else float("inf")
-
+from trainlab.sparse import experiments as ex
+from trainlab.sparse import sweep
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -44,22 +28,12 @@ def main(argv=None):
     work = Path(tempfile.mkdtemp(prefix="trainlab-bench-sparse-"))
     sweeps, rows = {}, []
     for n in (2, 3, 4):
-        out = work / f"sweep{n}.json"
-        result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=n, timeout=1800, stream=False,
-                                        args=[out, "--size", args.size, "--repeats", args.repeats])
-        if not result.ok:
-            raise RuntimeError(f"sweep on {n} ranks failed: {result.error}")
-        sweeps[n] = json.loads(out.read_text())
-        constants = cost.Constants(**sweeps[n]["constants"])
-        for name in SPARSE:
-            measured = measured_crossover(sweeps[n]["rows"], name)
-            modelled = cost.crossover_density(name, args.size, n, constants)
-            rows.append({"ranks": n, "algorithm": name, "measured crossover": _pct(measured),
-                         "model crossover": _pct(modelled),
-                         "model / measured": f"{modelled / measured:.2f}" if measured and math.isfinite(measured) else "-",
-                         "measured": measured, "model": modelled})
+        sweeps[n] = ex.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=args.repeats)
+        for row in ex.crossover_table(sweeps[n]):
+            rows.append({**row, "measured crossover": ex.pct(row["measured"]), "model crossover": ex.pct(row["model"]),
+                         "model / measured": f"{row['ratio']:.2f}" if row["ratio"] else "-"})
     at = {r["algorithm"]: r["seconds"] for r in sweeps[4]["rows"] if r["density"] == 1e-3}
-    best = min(SPARSE, key=lambda a: at[a])
+    best = min(ex.SPARSE, key=lambda a: at[a])
     speedup = at["dense"] / at[best]
     agreement = max(abs(r["measured_bytes"] / r["model_bytes"] - 1) for s in sweeps.values() for r in s["rows"]
                     if r["model_bytes"] and r["density"] <= 0.03)
@@ -79,11 +53,7 @@ def main(argv=None):
 
 
 def _training(work):
-    out = work / "train.json"
-    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=2, args=[out], timeout=600, stream=False)
-    if not result.ok:
-        raise RuntimeError(f"training failed: {result.error}")
-    runs = json.loads(out.read_text())["runs"]
+    runs = ex.run_workload(2, work)
     dense = runs["dense"]["losses"]
     summary = {}
     for mode, run in runs.items():
@@ -94,12 +64,6 @@ def _training(work):
                          "density %": round(100 * sum(run["density"]) / len(run["density"]), 2),
                          "losses": run["losses"]}
     return summary
-
-
-def _pct(x):
-    if x is None:
-        return "never sparse-faster"
-    return "> 30%" if math.isinf(x) else f"{100 * x:.2f}%"
 
 
 if __name__ == "__main__":

@@ -149,6 +149,29 @@ def test_device_loader_normalises_shuffles_and_shards(device):
     assert len(shard) == 10
 
 
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_rank_shards_together_are_the_single_process_batches(world_size):
+    images = load_images(DataConfig(dataset="synthetic", n_train=1000, n_test=200))
+    stats = dict(mean=images.mean, std=images.std)
+    single = DeviceLoader(images.train_x, images.train_y, 12 * world_size, **stats)
+    ranks = [DeviceLoader(images.train_x, images.train_y, 12, rank=r, world_size=world_size, **stats)
+             for r in range(world_size)]
+    for loader in (single, *ranks):
+        loader.set_epoch(3)
+    assert len({len(r) for r in ranks}) == 1 and len(ranks[0]) == len(single)
+    rank_batches = [list(r)[:3] for r in ranks]
+    for step, (x, y) in zip(range(3), single):
+        got = torch.cat([batches[step][0] for batches in rank_batches])
+        # the same images, augmented the same way (augmentation is seeded by sample index)
+        torch.testing.assert_close(got.sum((1, 2, 3)).sort().values, x.sum((1, 2, 3)).sort().values)
+        assert sorted(torch.cat([batches[step][1] for batches in rank_batches]).tolist()) == sorted(y.tolist())
+    test_shards = [DeviceLoader(images.test_x, images.test_y, 64, train=False, rank=r, world_size=world_size, **stats)
+                   for r in range(world_size)]
+    assert sum(len(y) for t in test_shards for _, y in t) == 200  # evaluation: every sample on exactly one rank
+    with pytest.raises(ValueError, match="rank=4 with world_size=4"):
+        DeviceLoader(images.train_x, images.train_y, 12, rank=4, world_size=4, **stats)
+
+
 def test_standard_path_matches_the_fast_path_without_augmentation():
     images = load_images(DataConfig(dataset="synthetic", n_train=1000, n_test=200))
     ds = ImageDataset(images.test_x, images.test_y, standard_transform(images.mean, images.std, train=False))

@@ -95,7 +95,10 @@ def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
                                     args=[path, "--size", 1 << 18, "--densities", 0.001, 0.3, "--repeats", 2])
     assert result.ok, result.error
     sweep = json.loads(path.read_text())
-    assert all(v > 0 for v in sweep["constants"].values())
+    constants = sweep["constants"]
+    assert set(constants["latency_s"]) == {"all_reduce", "all_gather", "all_to_all", "p2p"}
+    assert all(v > 0 for v in constants["latency_s"].values())
+    assert constants["s_per_byte"] > 0 and constants["merge_s_per_element"] > 0
     assert len(sweep["rows"]) == 2 * 5
     for row in sweep["rows"]:
         assert row["seconds"] > 0 and row["model_seconds"] > 0

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from trainlab import labs, runner
-from trainlab.checks.core import Exercise, Verdict
+from trainlab.checks.core import Exercise, Verdict, _normalise
 
 LAB = "fsdp/train"
 MISTAKES = {
@@ -194,10 +194,6 @@ class FsdpLabExercise(Exercise):
         first = failing[0]
         return Verdict(LAB, first.kind, f"{len(failing)} of 5 still open; first: {first.exercise.split(': ')[1]}: "
                        f"{first.message}", table)
-
-
-def _normalise(text):
-    return "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
 
 
 def _initial_state(args):

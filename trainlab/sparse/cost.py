@@ -7,9 +7,10 @@ u(m) = min(D, k * (overlap + (1 - overlap) * m)).
 
 bytes_sent() is the total over all ranks (per rank, divide by N; recursive doubling is
 uneven across ranks when N is not a power of two), counting every message the
-implementations here send, including the small count exchanges. time() adds a latency per
-message round and a merge cost per element handled, with constants measured by
-`measure_constants` (micro-benchmarks on the machine at hand).
+implementations here send, including the small count exchanges. time() adds each
+collective call's latency (measured per kind: a tiny all-gather can cost far more than a
+tiny all-reduce), the bytes at a measured rate, and merge and densify costs per element,
+with constants measured by `trainlab.sparse.sweep.measure_constants` on the machine at hand.
 """
 
 import math
@@ -63,25 +64,27 @@ def _recursive_doubling(D, k, N, pair, row_bytes, overlap, threshold):
 
 @dataclass
 class Constants:
-    """Measured on this machine: seconds per message round, seconds per byte sent by one
-    rank, seconds per (index, value) element merged (sorted and summed), seconds per row
-    written when a sparse gradient is made dense."""
-    latency_s: float
+    """Measured on this machine: seconds per call of each collective kind on a tiny tensor
+    (its latency), seconds per byte sent by one rank, seconds per (index, value) element
+    merged (sorted and summed), seconds per row written when a gradient is made dense."""
+    latency_s: dict
     s_per_byte: float
     merge_s_per_element: float
     densify_s_per_element: float = 0.0
 
 
-def rounds(algorithm, N):
-    """Sequential message rounds (each pays the latency once)."""
+def calls(algorithm, N):
+    """Collective calls of each kind one reduction makes (each pays that kind's latency)."""
     if algorithm == "dense":
-        return 2 * (N - 1)
+        return {"all_reduce": 1}
     if algorithm in ("gloo_sparse", "allgather"):
-        return 3 * (N - 1)  # counts, indices, values
+        return {"all_gather": 3}  # counts, indices, values
     if algorithm == "partitioned":
-        return 3 + 3 * (N - 1)
+        return {"all_to_all": 3, "all_gather": 3}
     if algorithm == "recursive_doubling":
-        return 3 * (math.ceil(math.log2(N)) + 2 * (N & (N - 1) != 0))
+        power = 1 << (N.bit_length() - 1)
+        exchanges = (power.bit_length() - 1) + (2 if N > power else 0)
+        return {"p2p": 3 * exchanges}  # header, indices, values per exchange
     raise ValueError(f"unknown algorithm {algorithm!r}")
 
 
@@ -92,7 +95,7 @@ def merged_elements(algorithm, D, k, N, overlap=0.0, dense_threshold=0.25):
     if algorithm in ("gloo_sparse", "allgather"):
         return N * k
     if algorithm == "partitioned":
-        return k + union(N, k, D, overlap)
+        return k  # the pairs received for this rank's range (the reduced ranges are concatenated, not merged)
     # recursive doubling: round i merges two partial sums of union(2^(i-1)) rows each, while
     # they are still held sparse (after that, a dense add: part of the densify term)
     inputs = [union(2 ** (i - 1), k, D, overlap) for i in range(1, math.ceil(math.log2(N)) + 1)]
@@ -113,7 +116,8 @@ def time(algorithm, D, k, N, constants, **kw):
     """Predicted seconds for one reduction: latency + bytes (the busiest rank's share) + merging."""
     per_rank = bytes_sent(algorithm, D, k, N, **kw) / N
     shape = (D, k, N, kw.get("overlap", 0.0), kw.get("dense_threshold", 0.25))
-    return (rounds(algorithm, N) * constants.latency_s + per_rank * constants.s_per_byte
+    latency = sum(n * constants.latency_s[kind] for kind, n in calls(algorithm, N).items())
+    return (latency + per_rank * constants.s_per_byte
             + merged_elements(algorithm, *shape) * constants.merge_s_per_element
             + densified_rows(algorithm, *shape) * constants.densify_s_per_element)
 

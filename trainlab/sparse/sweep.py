@@ -2,9 +2,9 @@
 
     torchrun --standalone --nproc-per-node 4 -m trainlab.sparse.sweep OUT.json --size 16777216
 
-First the time model's constants, measured here: latency (an all-reduce of one value),
-seconds per byte (a large dense all-reduce), the merge cost per element (coalescing random
-pairs) and the cost per row of making a gradient dense. Then, per density, each pattern's median time over repeats (ranks start
+First the time model's constants, measured here: the latency of each collective kind (one
+call on one value), seconds per byte (a large dense all-reduce), the merge cost per element (coalescing one
+sorted run per rank) and the cost per row of making a gradient dense. Then, per density, each pattern's median time over repeats (ranks start
 together after a barrier; the slowest rank's time counts) and the bytes it handed to the
 collectives. Rank 0 writes the JSON.
 """
@@ -20,7 +20,7 @@ import torch.distributed as dist
 from trainlab.dist.accounting import CollectiveCounter
 from trainlab.dist.setup import init, shutdown
 from trainlab.sparse import EXACT, cost
-from trainlab.sparse.common import from_rows
+from trainlab.sparse.common import all_gather_tensor, from_rows
 
 DENSITIES = (1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3)
 
@@ -39,18 +39,38 @@ def timed(fn, repeats):
 
 
 def measure_constants(size, world, repeats=5):
-    tiny = torch.zeros(1)
-    latency = timed(lambda: dist.all_reduce(tiny), 20) / cost.rounds("dense", world)
+    latency = tiny_latencies(world)
     big = torch.zeros(size)
     per_rank_bytes = cost.bytes_sent("dense", size, 0, world) / world
     seconds = timed(lambda: dist.all_reduce(big), repeats)
+    # what the patterns merge: one sorted run per rank, concatenated (timed on every rank at once, as in use)
     n = max(size // 16, 1000)
-    idx, val = torch.randint(0, size, (n,)), torch.randn(n)
-    merge = min(_local_time(lambda: from_rows(idx, val, (size,))) for _ in range(repeats)) / n
+    idx = torch.cat([torch.randint(0, size, (n // world,)).sort().values for _ in range(world)])
+    val = torch.randn(len(idx))
+    merge = min(_local_time(lambda: from_rows(idx, val, (size,))) for _ in range(repeats)) / len(idx)
     sparse = from_rows(idx, val, (size,))
     densify = min(_local_time(lambda: sparse.to_dense().clone()) for _ in range(repeats)) / size
-    per_byte = max(seconds - cost.rounds("dense", world) * latency, 1e-9) / per_rank_bytes
+    per_byte = max(seconds - latency["all_reduce"], 1e-9) / per_rank_bytes
     return cost.Constants(latency, per_byte, merge, densify)
+
+
+def tiny_latencies(world, repeats=20):
+    """Seconds per call of each collective kind on one value: the fixed cost of a message round."""
+    rank = dist.get_rank()
+    one, gathered = torch.zeros(1), torch.zeros(world)
+    counts, received = torch.ones(world, dtype=torch.int64), torch.empty(world, dtype=torch.int64)
+    peer = rank ^ 1 if (rank ^ 1) < world else rank
+
+    def p2p():
+        if peer != rank:
+            work = dist.isend(one, peer)
+            dist.recv(torch.empty(1), peer)
+            work.wait()
+
+    return {"all_reduce": timed(lambda: dist.all_reduce(one), repeats),
+            "all_gather": timed(lambda: all_gather_tensor(gathered, one), repeats),
+            "all_to_all": timed(lambda: dist.all_to_all_single(received, counts), repeats),
+            "p2p": timed(p2p, repeats)}
 
 
 def _local_time(fn):

@@ -1,0 +1,62 @@
+"""The child side of the sparse lab's check: run a learner's sparse_allreduce on every rank.
+
+    torchrun --standalone --nproc-per-node 3 -m trainlab.sparse.labcheck SOLUTION.py OUT.json
+
+Cases (values are small integers, so a correct sum is exact): uneven non-zeros per rank,
+indices shared by several ranks, one rank empty, the same indices everywhere. Each case
+records the largest difference from the dense all-reduce, or the error the function raised.
+Rank 0 writes the JSON; the verdict is computed in the parent (trainlab.checks.sparse).
+"""
+
+import json
+import runpy
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+from trainlab.dist.setup import init, shutdown
+
+CASES = ("uneven", "shared_indices", "empty_rank", "identical")
+
+
+def case_gradient(kind, rank, size, D=64):
+    g = torch.Generator().manual_seed(hash(kind) % 1000 + rank)
+    if kind == "uneven":  # rank r holds 3 + 4r non-zeros, all its own
+        idx = torch.arange(3 + 4 * rank) * size + rank
+    elif kind == "shared_indices":  # the same count everywhere, half of it on every rank
+        idx = torch.cat([torch.arange(4), 8 + torch.arange(4) * size + rank])
+    elif kind == "empty_rank":
+        idx = torch.arange(0 if rank == size - 1 else 5) * size + rank
+    else:
+        idx = torch.arange(6) * 3
+    val = torch.randint(1, 9, (len(idx),), generator=g).float()
+    return torch.sparse_coo_tensor(idx[None] % D, val, (D,), check_invariants=False)
+
+
+def main(solution, out):
+    ctx = init("cpu", timeout_s=10)
+    fn = runpy.run_path(solution, run_name="trainlab_check")["sparse_allreduce"]
+    results = {}
+    for kind in CASES:
+        x = case_gradient(kind, ctx.rank, ctx.world_size)
+        expected = x.to_dense()
+        dist.all_reduce(expected)
+        try:
+            got = fn(x)
+            got = got.to_dense() if got.is_sparse else got
+            results[kind] = {"max_abs_error": float((got - expected).abs().max()) if got.shape == expected.shape
+                             else float("inf"), "shape": list(got.shape)}
+        except Exception as exc:  # the learner's error, reported per case
+            results[kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+                             "traceback": traceback.format_exc()[-1500:]}
+            break  # a failed collective leaves the ranks out of step: stop here
+    if ctx.rank == 0:
+        with open(out, "w") as f:
+            json.dump(results, f)
+    shutdown(exit_process=True)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -51,6 +51,8 @@ class SparseLabExercise(Exercise):
                            "completed?")
         if measured is None:
             raise _with_details(LearnerError(result.error), result.output[-2000:])
+        if not result.ok and "running" in measured:  # a rank died (or hung) inside this case
+            raise _with_details(LearnerError(f"with {WHAT[measured['running']]}: {result.error}"), result.output[-2000:])
         for kind in CASES:
             case = measured.get(kind)
             if case is None:

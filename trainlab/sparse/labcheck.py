@@ -5,10 +5,12 @@
 Cases (values are small integers, so a correct sum is exact): uneven non-zeros per rank,
 indices shared by several ranks, one rank empty, the same indices everywhere. Each case
 records the largest difference from the dense all-reduce, or the error the function raised.
-Rank 0 writes the JSON; the verdict is computed in the parent (trainlab.checks.sparse).
+Rank 0 rewrites the JSON before each case (naming the case it is about to run, so a rank that
+dies - gloo aborts on an all-gather of unequal sizes - is traced to its case); the verdict is computed in the parent (trainlab.checks.sparse).
 """
 
 import json
+import os
 import runpy
 import sys
 import traceback
@@ -40,6 +42,7 @@ def main(solution, out):
     fn = runpy.run_path(solution, run_name="trainlab_check")["sparse_allreduce"]
     results = {}
     for kind in CASES:
+        _write(out, {**results, "running": kind}, ctx)  # if a rank dies here, the parent knows the case
         x = case_gradient(kind, ctx.rank, ctx.world_size)
         expected = x.to_dense()
         dist.all_reduce(expected)
@@ -52,10 +55,15 @@ def main(solution, out):
             results[kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
                              "traceback": traceback.format_exc()[-1500:]}
             break  # a failed collective leaves the ranks out of step: stop here
-    if ctx.rank == 0:
-        with open(out, "w") as f:
-            json.dump(results, f)
+    _write(out, results, ctx)
     shutdown(exit_process=True)
+
+
+def _write(out, results, ctx):
+    if ctx.rank == 0:
+        with open(f"{out}.tmp", "w") as f:
+            json.dump(results, f)
+        os.replace(f"{out}.tmp", out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from trainlab.dist.setup import init, shutdown
 from trainlab.sparse import EXACT, cost
 from trainlab.sparse.common import all_gather_tensor, from_rows
 
-DENSITIES = (1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3)
+DENSITIES = (1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3, 0.5)
 
 
 def timed(fn, repeats):

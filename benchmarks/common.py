@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from trainlab import atomic
 from trainlab.viz import table  # noqa: F401 - re-exported: the benchmarks print their tables with it
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -29,7 +30,4 @@ def write_result(name, payload):
     """Write results/<name>.json (atomically) and return its path."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, json.dumps(payload, indent=2) + "\n")

@@ -8,10 +8,10 @@ them costs no host synchronisation per step.
 
 import json
 import math
-import os
 import platform
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+
+from trainlab import atomic
 
 
 def versions():
@@ -92,7 +92,4 @@ class RunRecord:
 
     def save(self, path):
         """Atomic write: a reader sees the old file or the new one, never half of one."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
+        atomic.write_text(path, self.to_json())

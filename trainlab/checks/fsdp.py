@@ -29,6 +29,7 @@ import torch
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Verdict, _normalise
+from trainlab.dist.experiments import max_state_diff
 
 LAB = "fsdp/train"
 MISTAKES = {
@@ -126,8 +127,8 @@ class FsdpLabExercise(Exercise):
         else:
             verdicts["same-data-every-rank"] = self._yes("same-data-every-rank", "disjoint shares that make up the global batch")
 
-        moved = _max_diff(m["run_state"]["model"], ref["initial"])
-        drift = _max_diff(m["run_state"]["model"], ref["state"])
+        moved = max_state_diff(m["run_state"]["model"], ref["initial"])
+        drift = max_state_diff(m["run_state"]["model"], ref["state"])
         if moved == 0:
             verdicts["optimizer-before-sharding"] = self._no(
                 "optimizer-before-sharding", "the parameters never changed: the optimizer holds the parameters "
@@ -154,7 +155,7 @@ class FsdpLabExercise(Exercise):
             verdicts["rank0-checkpoint"] = self._no(
                 "rank0-checkpoint", "a fresh run found no complete sharded checkpoint to resume from (resumed from "
                 f"step {resumed}); every rank must take part in saving its shards")
-        elif _max_diff(m["resumed_state"]["model"], m["run_state"]["model"]) != 0:
+        elif max_state_diff(m["resumed_state"]["model"], m["run_state"]["model"]) != 0:
             verdicts["rank0-checkpoint"] = self._no("rank0-checkpoint", "the resumed model differs from the saved one")
         else:
             verdicts["rank0-checkpoint"] = self._yes("rank0-checkpoint", f"resumed from step {resumed}, identical")
@@ -201,10 +202,6 @@ def _initial_state(args):
 
     torch.manual_seed(0)  # the lab's seed_everything(0) before building the model
     return ViT(dim=args["width"], depth=args["depth"]).state_dict()
-
-
-def _max_diff(a, b):
-    return max(float((a[k].float() - b[k].float()).abs().max()) for k in b)
 
 
 def _fmt(values):

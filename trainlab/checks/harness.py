@@ -21,6 +21,7 @@ import traceback
 
 import torch
 
+from trainlab import atomic
 from trainlab.doctor.probe import Probe, StopTraining
 
 
@@ -100,10 +101,7 @@ def main(spec_path, report_path):
 
 
 def _write(path, results):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f)
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(results))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from trainlab import atomic
+
 
 def _name(step):
     return f"step-{step:06d}"
@@ -38,7 +40,7 @@ def save(root, step, model, optimizer, ctx=None):
     if ctx is None or ctx.is_main:
         shutil.rmtree(final, ignore_errors=True)
         os.replace(partial, final)
-        _write_atomic(root / "LATEST", final.name)
+        atomic.write_text(root / "LATEST", final.name)
     _barrier(ctx)
     return final
 
@@ -78,12 +80,6 @@ def consolidate(path, out):
     dcp_to_torch_save(path, tmp)
     os.replace(tmp, out)
     return Path(out)
-
-
-def _write_atomic(path, text):
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _barrier(ctx):

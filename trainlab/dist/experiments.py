@@ -55,10 +55,14 @@ def load_state(run):
     return torch.load(run["state"], weights_only=True)
 
 
+def max_state_diff(a, b):
+    """Largest absolute difference between two state dicts (over b's keys)."""
+    return max(float((a[k].float() - b[k].float()).abs().max()) for k in b)
+
+
 def max_param_diff(run, reference):
     """Largest absolute difference between two runs' final parameters."""
-    a, b = load_state(run)["model"], load_state(reference)["model"]
-    return max(float((a[k].float() - b[k].float()).abs().max()) for k in b)
+    return max_state_diff(load_state(run)["model"], load_state(reference)["model"])
 
 
 def max_loss_diff(run, reference):

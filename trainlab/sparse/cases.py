@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from trainlab.dist.accounting import CollectiveCounter
 from trainlab.dist.setup import init, shutdown
-from trainlab.sparse import EXACT, cost, densify, recursive_doubling
+from trainlab.sparse import EXACT, cost, densify, recursive_doubling, sweep
 
 
 def gradient(rank, size, D, k, kind, seed, row=(), integer=True):
@@ -37,16 +37,6 @@ def gradient(rank, size, D, k, kind, seed, row=(), integer=True):
     shape = (len(idx), *row)
     val = torch.randint(-8, 9, shape, generator=g).float() if integer else torch.randn(shape, generator=g)
     return torch.sparse_coo_tensor(idx[None], val, (D, *row), check_invariants=False)
-
-
-def overlapped(rank, D, k, overlap, seed):
-    """Exactly k indices per rank: a shared pool of overlap*k plus k - pool of its own."""
-    shared = int(overlap * k)
-    own = k - shared
-    perm = torch.randperm(D, generator=torch.Generator().manual_seed(seed))
-    idx = torch.cat([perm[:shared], perm[shared + rank * own: shared + (rank + 1) * own]])
-    val = torch.ones(len(idx))
-    return torch.sparse_coo_tensor(idx[None], val, (D,), check_invariants=False)
 
 
 def traffic(name, fn, x, ctx, counter):
@@ -82,13 +72,13 @@ def main(out_path):
     counter = CollectiveCounter()
     D, k = 1 << 20, 20_000
     for overlap in (0.0, 0.5):
-        x = overlapped(rank, D, k, overlap, seed=7)
+        x = sweep.gradient(rank, D, k, overlap, seed=7)
         for name, fn in EXACT.items():
             measured = traffic(name, fn, x, ctx, counter)
             model = cost.bytes_sent(name, D, k, size, overlap=overlap)
             results["traffic"].append({"algorithm": name, "overlap": overlap, "D": D, "k": k,
                                        "measured_bytes": measured, "model_bytes": model})
-    x = overlapped(rank, D, 200_000, 0.0, seed=8)  # dense enough that recursive doubling switches to dense
+    x = sweep.gradient(rank, D, 200_000, 0.0, seed=8)  # dense enough that recursive doubling switches to dense
     results["traffic"].append({"algorithm": "recursive_doubling", "overlap": 0.0, "D": D, "k": 200_000,
                                "measured_bytes": traffic("rd", EXACT["recursive_doubling"], x, ctx, counter),
                                "model_bytes": cost.bytes_sent("recursive_doubling", D, 200_000, size)})

@@ -10,7 +10,6 @@ dies - gloo aborts on an all-gather of unequal sizes - is traced to its case); t
 """
 
 import json
-import os
 import runpy
 import sys
 import traceback
@@ -18,6 +17,7 @@ import traceback
 import torch
 import torch.distributed as dist
 
+from trainlab import atomic
 from trainlab.dist.setup import init, shutdown
 
 CASES = ("uneven", "shared_indices", "empty_rank", "identical")
@@ -61,9 +61,7 @@ def main(solution, out):
 
 def _write(out, results, ctx):
     if ctx.rank == 0:
-        with open(f"{out}.tmp", "w") as f:
-            json.dump(results, f)
-        os.replace(f"{out}.tmp", out)
+        atomic.write_text(out, json.dumps(results))
 
 
 if __name__ == "__main__":

@@ -80,6 +80,8 @@ def _local_time(fn):
 
 
 def gradient(rank, size, k, overlap=0.0, seed=0):
+    """Exactly k indices per rank: a shared pool of overlap*k plus k - pool of its own (so the
+    union of m ranks is the cost model's u(m)); random draws when D is too small for that."""
     shared = int(overlap * k)
     own = k - shared
     perm = torch.randperm(size, generator=torch.Generator().manual_seed(seed))

@@ -1,0 +1,193 @@
+"""Fused elementwise chain: y = gelu((x + bias) * scale + shift), forward and backward.
+
+The chain that follows a matmul or convolution in the workbook's models: a bias (the
+Linear's), a normalisation's per-channel scale and shift (BatchNorm in eval, a LayerNorm's
+affine), then GELU (the ViT's MLP). Eager PyTorch runs four kernels, each reading and
+writing the whole activation; fused, it is one read of x and one write of y (backward: a
+read of x and of the incoming gradient, a write of dx, plus per-channel sums).
+
+In the Triton-tutorial shape: the kernels, the wrappers that launch them, the reference.
+x is (rows, channels), channels last; the parameters are (channels,).
+"""
+
+import torch
+import torch.nn.functional as F
+
+from trainlab.kernels.triton_env import check_device, compute_type, constexpr, jit, tl, triton
+
+INV_SQRT2, INV_SQRT_2PI = 0.7071067811865476, 0.3989422804014327
+
+
+def reference(x, bias, scale, shift):
+    """Eager PyTorch: four kernels, three intermediates."""
+    return F.gelu((x + bias) * scale + shift)
+
+
+def bytes_moved(x, backward=False):
+    """Bytes a fused kernel must read and write (the parameters are negligible)."""
+    return x.numel() * x.element_size() * (4 if backward else 2)  # bwd: read x, grad; write dx (+ sums)
+
+
+@jit
+def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr, y_ptr, M, C, stride_xm, stride_xc,
+                    BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    mask = (rows < M)[:, None] & cmask[None, :]  # the last tiles hang over the edges
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xc, mask=mask).to(COMPUTE)
+    b = tl.load(b_ptr + cols, mask=cmask).to(COMPUTE)
+    s = tl.load(s_ptr + cols, mask=cmask).to(COMPUTE)
+    t = tl.load(t_ptr + cols, mask=cmask).to(COMPUTE)
+    u = (x + b[None, :]) * s[None, :] + t[None, :]
+    y = 0.5 * u * (1.0 + tl.math.erf(u * INV_SQRT2))
+    tl.store(y_ptr + rows[:, None] * C + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@jit
+def _backward_kernel(g_ptr, x_ptr, b_ptr, s_ptr, t_ptr, dx_ptr, partial_ptr, M, C, stride_xm, stride_xc,
+                     BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
+    pid_m = tl.program_id(0)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    mask = (rows < M)[:, None] & cmask[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xc, mask=mask).to(COMPUTE)
+    g = tl.load(g_ptr + rows[:, None] * C + cols[None, :], mask=mask).to(COMPUTE)
+    b = tl.load(b_ptr + cols, mask=cmask).to(COMPUTE)
+    s = tl.load(s_ptr + cols, mask=cmask).to(COMPUTE)
+    t = tl.load(t_ptr + cols, mask=cmask).to(COMPUTE)
+    z = x + b[None, :]
+    u = z * s[None, :] + t[None, :]
+    dgelu = 0.5 * (1.0 + tl.math.erf(u * INV_SQRT2)) + u * INV_SQRT_2PI * tl.exp(-0.5 * u * u)
+    gu = tl.where(mask, g * dgelu, 0.0)  # zero outside the tensor, so the sums below ignore it
+    dx = gu * s[None, :]
+    tl.store(dx_ptr + rows[:, None] * C + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    # Per-channel sums of this row block; the wrapper adds the blocks (a small second pass).
+    row = partial_ptr + pid_m * 3 * C
+    tl.store(row + cols, tl.sum(dx, axis=0), mask=cmask)  # d bias
+    tl.store(row + C + cols, tl.sum(gu * z, axis=0), mask=cmask)  # d scale
+    tl.store(row + 2 * C + cols, tl.sum(gu, axis=0), mask=cmask)  # d shift
+
+
+def _blocks(C):
+    block_c = min(triton.next_power_of_2(C), 256)
+    return 4096 // block_c, block_c  # tiles of 4096 elements
+
+
+def triton_forward(x, bias, scale, shift, out=None):
+    check_device(x, bias, scale, shift)
+    M, C = x.shape
+    y = torch.empty((M, C), dtype=x.dtype, device=x.device) if out is None else out
+    block_m, block_c = _blocks(C)
+    grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
+    _forward_kernel[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1),
+                          BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
+    return y
+
+
+def triton_backward(grad, x, bias, scale, shift):
+    check_device(grad, x)
+    M, C = x.shape
+    grad = grad.contiguous()
+    dx = torch.empty((M, C), dtype=x.dtype, device=x.device)
+    block_m, block_c = _blocks(C)
+    grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    partial = torch.empty((grid[0], 3, C), dtype=acc, device=x.device)
+    _backward_kernel[grid](grad, x, bias, scale, shift, dx, partial, M, C, x.stride(0), x.stride(1),
+                           BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
+    dbias, dscale, dshift = partial.sum(0).to(bias.dtype)
+    return dx, dbias, dscale, dshift
+
+
+CPP_SOURCE = r"""
+template <typename T> static inline T gelu(T u) { return T(0.5) * u * (T(1) + verf(u * T(M_SQRT1_2))); }
+
+torch::Tensor chain_forward(torch::Tensor x, torch::Tensor b, torch::Tensor s, torch::Tensor t) {
+  TORCH_CHECK(x.dim() == 2 && b.numel() == x.size(1), "chain_forward: x must be (rows, C), parameters (C,)");
+  x = x.contiguous();
+  auto y = torch::empty_like(x);
+  const int64_t M = x.size(0), C = x.size(1);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "chain_forward", [&] {
+    const scalar_t *__restrict__ xp = x.data_ptr<scalar_t>(), *__restrict__ bp = b.data_ptr<scalar_t>(),
+                   *__restrict__ sp = s.data_ptr<scalar_t>(), *__restrict__ tp = t.data_ptr<scalar_t>();
+    scalar_t* __restrict__ yp = y.data_ptr<scalar_t>();
+    at::parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < C; ++c) yp[r * C + c] = gelu((xp[r * C + c] + bp[c]) * sp[c] + tp[c]);
+    });
+  });
+  return y;
+}
+
+std::vector<torch::Tensor> chain_backward(torch::Tensor g, torch::Tensor x, torch::Tensor b, torch::Tensor s,
+                                          torch::Tensor t) {
+  x = x.contiguous();
+  g = g.contiguous();
+  auto dx = torch::empty_like(x);
+  const int64_t M = x.size(0), C = x.size(1);
+  const int threads = at::get_num_threads();
+  auto partial = torch::zeros({threads, 3, C}, x.options().dtype(torch::kFloat64));  // per-thread sums
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "chain_backward", [&] {
+    const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *bp = b.data_ptr<scalar_t>(),
+                   *sp = s.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>();
+    scalar_t* dxp = dx.data_ptr<scalar_t>();
+    double* pp = partial.data_ptr<double>();
+    at::parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+      double* sums = pp + at::get_thread_num() * 3 * C;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+          const scalar_t z = xp[r * C + c] + bp[c], u = z * sp[c] + tp[c];
+          const scalar_t d = scalar_t(0.5) * (scalar_t(1) + verf(u * scalar_t(M_SQRT1_2))) +
+                             u * scalar_t(0.3989422804014327) * vexp(scalar_t(-0.5) * u * u);
+          const scalar_t gu = gp[r * C + c] * d;
+          dxp[r * C + c] = gu * sp[c];
+          sums[c] += gu * sp[c];
+          sums[C + c] += gu * z;
+          sums[2 * C + c] += gu;
+        }
+    });
+  });
+  auto total = partial.sum(0).to(x.scalar_type());
+  return {dx, total[0], total[1], total[2]};
+}
+"""
+CPP_FUNCTIONS = ["chain_forward", "chain_backward"]
+
+
+def cpp_forward(x, bias, scale, shift):
+    from trainlab.kernels.cpp import extension
+
+    return extension().chain_forward(x, bias, scale, shift)
+
+
+def cpp_backward(grad, x, bias, scale, shift):
+    from trainlab.kernels.cpp import extension
+
+    return tuple(extension().chain_backward(grad, x, bias, scale, shift))
+
+
+_IMPLS = {"triton": (triton_forward, triton_backward), "cpp": (cpp_forward, cpp_backward)}
+
+
+class FusedChain(torch.autograd.Function):
+    """gelu((x + bias) * scale + shift) with a fused forward and a fused backward."""
+
+    @staticmethod
+    def forward(ctx, x, bias, scale, shift, impl="triton"):
+        ctx.save_for_backward(x, bias, scale, shift)
+        ctx.impl = impl
+        return _IMPLS[impl][0](x, bias, scale, shift)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (*_IMPLS[ctx.impl][1](grad, *ctx.saved_tensors), None)
+
+
+def fused_chain(x, bias, scale, shift, impl="triton"):
+    """The fused chain on a tensor of any shape with channels last."""
+    if impl not in _IMPLS:
+        raise ValueError(f"impl={impl!r}: choose one of {sorted(_IMPLS)}")
+    shape = x.shape
+    return FusedChain.apply(x.reshape(-1, shape[-1]), bias, scale, shift, impl).reshape(shape)

@@ -1,0 +1,130 @@
+"""Timing a kernel honestly: warm-up, many repetitions, medians, a flushed cache, a device
+that has finished its work, and bandwidth set against what the device can copy.
+
+Why not torch.utils.benchmark.Timer: it has no cache flush between repetitions, and the
+notebook needs the synchronisation to be an explicit argument, to show what a timing that
+forgets it reports (see `AsyncStandIn`). On CUDA the repetitions are timed with events.
+"""
+
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import torch
+
+CPU_FLUSH_BYTES = 64 << 20  # larger than this machine's 32 MB last-level cache
+GPU_FLUSH_BYTES = 256 << 20  # larger than any current GPU's L2
+
+
+@dataclass
+class Timing:
+    samples: list = field(repr=False)  # seconds, one per repetition
+
+    @property
+    def median(self):
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self):
+        """Interquartile range over the median: how much a repetition varies."""
+        if len(self.samples) < 4:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4)
+        return (q3 - q1) / self.median
+
+    def __str__(self):
+        return f"{self.median * 1e3:.3f} ms ± {self.spread:.0%} (median of {len(self.samples)})"
+
+
+def default_sync(device):
+    device = torch.device(device)
+    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
+class CacheFlusher:
+    """Overwrites a buffer larger than the last-level cache, so no repetition reads warm data."""
+
+    def __init__(self, device="cpu"):
+        device = torch.device(device)
+        nbytes = GPU_FLUSH_BYTES if device.type == "cuda" else CPU_FLUSH_BYTES
+        self.buffer = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+
+    def __call__(self):
+        self.buffer.fill_(1.0)
+
+
+def measure(fn, *, device="cpu", warmup=3, repeats=20, flush=True, sync="device"):
+    """Run fn warmup times, then time it repeats times; return a Timing.
+
+    sync: "device" waits for the device after each call (events on CUDA); a callable is
+    called instead (a stand-in device's synchronize); None waits for nothing, which is
+    the classic benchmarking mistake on asynchronous devices.
+    """
+    device = torch.device(device)
+    flusher = CacheFlusher(device) if flush else (lambda: None)
+    wait = default_sync(device) if sync == "device" else (sync or (lambda: None))
+    use_events = sync == "device" and device.type == "cuda"
+    for _ in range(warmup):
+        fn()
+    wait()
+    samples = []
+    for _ in range(repeats):
+        flusher()
+        wait()
+        if use_events:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            wait()
+            samples.append(time.perf_counter() - t0)
+    return Timing(samples)
+
+
+def copy_bandwidth(device="cpu", nbytes=None, repeats=10):
+    """Bytes/s the device moves in a plain copy (read + write), measured now: the roofline."""
+    device = torch.device(device)
+    nbytes = nbytes or (1 << 30 if device.type == "cuda" else 128 << 20)
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    timing = measure(lambda: dst.copy_(src), device=device, warmup=2, repeats=repeats, flush=False)
+    return 2 * nbytes / timing.median
+
+
+class AsyncStandIn:
+    """A CPU stand-in for a GPU stream: launch() queues work on a worker thread and returns
+    at once, synchronize() waits for everything queued. A timing that does not call
+    synchronize() measures the launch, not the work - as on a GPU."""
+
+    def __init__(self):
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stand-in-stream")
+        self._pending = []
+
+    def launch(self, fn, *args):
+        self._pending.append(self._worker.submit(fn, *args))
+
+    def synchronize(self):
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()  # re-raises the work's exception here, as CUDA errors surface at a sync
+
+
+def scaling(medians_by_size):
+    """How time grows with the work: (size ratio, time ratio) between the smallest and the
+    largest size. A memory-bound kernel well above its launch cost grows about as fast as
+    its size; a timing that forgot to wait for the device barely grows at all."""
+    sizes = sorted(medians_by_size)
+    size_ratio = sizes[-1] / sizes[0]
+    return size_ratio, medians_by_size[sizes[-1]] / medians_by_size[sizes[0]]
+
+
+def grows_with_size(medians_by_size, min_fraction=0.25):
+    """True when the time grew by at least min_fraction of the size ratio."""
+    size_ratio, time_ratio = scaling(medians_by_size)
+    return time_ratio >= min_fraction * size_ratio

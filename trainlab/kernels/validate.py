@@ -1,0 +1,224 @@
+"""Is a kernel right? Compare it with a float64 reference on shapes chosen to break it.
+
+For each case the inputs are drawn at random in the kernel's dtype, the reference runs on
+float64 copies of the same values, and the kernel's output must agree within tolerances that
+depend on the dtype (torch.testing's defaults, times a per-kernel factor for long
+reductions). The cases:
+- shapes: tiny, not a power of two, one below / at / above the block size, and large
+  enough for many programs (but small enough for the Triton interpreter on CPU);
+- non-contiguous inputs (a slice of a wider tensor), which catch a kernel that assumes the
+  row stride equals the row length;
+- poisoned outputs: while the kernel runs, torch.empty fills new tensors with NaN
+  (torch.utils.deterministic.fill_uninitialized_memory), so an element the kernel never
+  writes is NaN where the reference is finite;
+- NaN and +/-Inf in the inputs must come out where the reference puts them;
+- gradients: torch.autograd.gradcheck in float64 against finite differences.
+"""
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy
+import torch
+
+# torch.testing.assert_close's defaults per dtype: (rtol, atol)
+TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+              torch.float64: (1e-7, 1e-7)}
+
+
+@dataclass
+class Spec:
+    """What the harness needs to know about a kernel.
+
+    inputs(shape, dtype, generator) -> list of arguments (tensors or lists of tensors);
+    run(*arguments) -> the kernel's output tensor(s); reference(*arguments) -> the same,
+    computed by eager PyTorch on float64 copies. The first argument is the one made
+    non-contiguous and given NaN/Inf.
+    """
+
+    name: str
+    inputs: Callable
+    run: Callable
+    reference: Callable
+    shapes: Sequence
+    dtypes: Sequence = (torch.float32,)
+    scale: float = 1.0  # tolerance factor: rounding grows with a reduction's length
+    noncontiguous: bool = True
+    gradcheck: Callable = None  # (shape) -> (fn, float64 inputs requiring grad)
+    gradcheck_shapes: Sequence = ((3, 5),)
+
+
+@dataclass
+class Result:
+    check: str
+    case: str
+    passed: bool
+    detail: str = ""
+    error_ratio: float = 0.0  # worst |got - ref| / (atol + rtol |ref|); <= 1 passes
+
+
+@dataclass
+class Report:
+    name: str
+    results: list = field(default_factory=list)
+
+    @property
+    def passed(self):
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def failures(self):
+        return [r for r in self.results if not r.passed]
+
+    def rows(self):
+        return [{"check": r.check, "case": r.case, "result": "pass" if r.passed else "FAIL",
+                 "worst error / tolerance": f"{r.error_ratio:.2g}", "detail": r.detail} for r in self.results]
+
+    def summary(self):
+        if self.passed:
+            return f"{self.name}: all {len(self.results)} checks pass"
+        first = self.failures[0]
+        return (f"{self.name}: {len(self.failures)} of {len(self.results)} checks fail; first: {first.check} "
+                f"on {first.case}: {first.detail}")
+
+
+@contextlib.contextmanager
+def poisoned_allocations():
+    """New tensors (torch.empty & co.) come filled with NaN (integers: their maximum)."""
+    import torch.utils.deterministic as deterministic
+
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        deterministic.fill_uninitialized_memory = before[2]
+
+
+def _map(fn, obj):
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(fn, o) for o in obj)
+    return obj
+
+
+def _float64(t):
+    return t.detach().to(torch.float64) if t.is_floating_point() else t.clone()
+
+
+def _flat(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return [outputs]
+    return [t for o in outputs for t in _flat(o)]
+
+
+def compare(got, expected, dtype, scale=1.0):
+    """(error ratio, problem text or ''). NaN must match NaN; Inf must match Inf of the same sign."""
+    rtol, atol = (scale * t for t in TOLERANCES[dtype])
+    worst, problems = 0.0, []
+    for g, e in zip(_flat(got), _flat(expected)):
+        if g.shape != e.shape:
+            return math.inf, f"shape {tuple(g.shape)}, expected {tuple(e.shape)}"
+        g, e = g.detach().double().cpu(), e.detach().double().cpu()
+        unwritten = torch.isnan(g) & ~torch.isnan(e)
+        if unwritten.any():
+            i = unwritten.nonzero()[0].tolist()
+            problems.append(f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is "
+                            f"finite (first at {i}): never written, or a wrong value")
+        lost = torch.isnan(e) & ~torch.isnan(g)
+        if lost.any():
+            problems.append(f"{int(lost.sum())} NaN of the reference did not come out (first at "
+                            f"{lost.nonzero()[0].tolist()})")
+        inf = torch.isinf(e) | torch.isinf(g)
+        if (inf & (g != e) & ~torch.isnan(g) & ~torch.isnan(e)).any():
+            problems.append("infinities differ from the reference")
+        ok = ~torch.isnan(g) & ~torch.isnan(e) & ~inf
+        if ok.any():
+            ratio = ((g - e).abs() / (atol + rtol * e.abs()))[ok]
+            worst = max(worst, float(ratio.max()))
+            if worst > 1:
+                i = ok.nonzero()[int(ratio.argmax())].tolist()
+                problems.append(f"max error {float((g - e).abs()[ok].max()):.3g} is {worst:.3g}x the {dtype} "
+                                f"tolerance (first at {i})")
+        if problems:
+            break
+    return worst, "; ".join(problems)
+
+
+def _noncontiguous(x):
+    """The same values as a slice of a wider tensor: row stride != row length."""
+    if x.dim() < 2:
+        return x
+    wide = torch.full((*x.shape[:-1], x.shape[-1] + 7), float("nan"), dtype=x.dtype, device=x.device)
+    wide[..., : x.shape[-1]] = x
+    return wide[..., : x.shape[-1]]
+
+
+def _with_specials(x, generator):
+    x = x.clone()
+    flat = x.view(-1)
+    positions = torch.randperm(flat.numel(), generator=generator)[:3]
+    for value, p in zip((float("nan"), float("inf"), float("-inf")), positions):
+        flat[p] = value
+    return x
+
+
+def _case(spec, shape, dtype, layout="contiguous", specials=False, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    args = list(spec.inputs(shape, dtype, generator))
+    if specials:
+        args[0] = _map(lambda t: _with_specials(t, generator), args[0])
+    expected = spec.reference(*_map(_float64, args))
+    if layout == "strided":
+        args[0] = _noncontiguous(args[0])
+    # NaN/Inf inputs make the Triton interpreter's NumPy warn; here they are the point
+    with poisoned_allocations(), numpy.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        got = spec.run(*args)
+    return got, expected
+
+
+def _run_check(report, check, case, fn):
+    try:
+        ratio, problem = fn()
+        report.results.append(Result(check, case, not problem, problem, ratio))
+    except Exception as exc:  # a kernel that raises fails its case, with the reason
+        report.results.append(Result(check, case, False, f"raised {type(exc).__name__}: {exc}".splitlines()[0],
+                                     math.inf))
+
+
+def validate(spec, gradients=True, specials=True):
+    """Run every check of spec; return a Report (nothing raises)."""
+    report = Report(spec.name)
+    for dtype in spec.dtypes:
+        for shape in spec.shapes:
+            case = f"{list(shape)} {str(dtype).replace('torch.', '')}"
+            _run_check(report, "values", case,
+                       lambda: compare(*_case(spec, shape, dtype), dtype, spec.scale))
+    big = max(spec.shapes, key=math.prod)
+    if spec.noncontiguous:
+        _run_check(report, "strided input", f"{list(big)} float32",
+                   lambda: compare(*_case(spec, big, torch.float32, layout="strided"), torch.float32, spec.scale))
+    if specials:
+        for shape in spec.shapes[-2:]:
+            _run_check(report, "NaN/Inf", f"{list(shape)} float32",
+                       lambda: compare(*_case(spec, shape, torch.float32, specials=True), torch.float32, spec.scale))
+    if gradients and spec.gradcheck is not None:
+        for shape in spec.gradcheck_shapes:
+            _run_check(report, "gradcheck", f"{list(shape)} float64", lambda: _gradcheck(spec, shape))
+    return report
+
+
+def _gradcheck(spec, shape):
+    fn, inputs = spec.gradcheck(shape)
+    try:
+        # fast mode checks random projections of the Jacobian: one backward instead of one per input
+        torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, fast_mode=True)
+    except torch.autograd.gradcheck.GradcheckError as exc:
+        return math.inf, "gradients differ from finite differences: " + str(exc).splitlines()[0]
+    return 0.0, ""

@@ -6,6 +6,7 @@ Each module adds its own here (module 01's labs, 02's FSDP mistakes, ...).
 from trainlab.checks.core import LabExercise
 from trainlab.checks.debugging import DEBUGGING
 from trainlab.checks.fsdp import FsdpLabExercise
+from trainlab.checks.kernels import KERNELS
 from trainlab.checks.sparse import SparseLabExercise
 
 EXERCISES = {
@@ -21,6 +22,7 @@ EXERCISES = {
     **{exercise.name: exercise for exercise in DEBUGGING},
     "fsdp/train": FsdpLabExercise(),
     "sparse/allreduce": SparseLabExercise(),
+    **{exercise.name: exercise for exercise in KERNELS},
 }
 
 

@@ -157,8 +157,9 @@ CPP_FUNCTIONS = ["chain_forward", "chain_backward"]
 
 
 def cpp_forward(x, bias, scale, shift):
-    from trainlab.kernels.cpp import extension
+    from trainlab.kernels.cpp import extension, require_float32_or_64
 
+    require_float32_or_64(x, bias, scale, shift)
     return extension().chain_forward(x, bias, scale, shift)
 
 

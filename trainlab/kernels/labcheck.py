@@ -43,7 +43,8 @@ SIZES = (1 << 20, 1 << 24)  # float32 elements: 4 MB (fits the cache) and 64 MB 
 
 def judge_kernel(lab, namespace):
     entry, make_spec = KERNEL_LABS[lab]
-    report = validate.validate(make_spec(namespace[entry]), specials=False)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton needs CUDA tensors
+    report = validate.validate(make_spec(namespace[entry]), specials=False, device=device)
     raised = [r for r in report.results if r.traceback]
     if raised:  # the learner's kernel raised: an error, not a wrong answer
         return {"error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",

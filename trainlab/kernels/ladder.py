@@ -170,3 +170,40 @@ def eager_op_count(fn, *args):
 
 def cross_entropy_eager(logits, target):
     return F.cross_entropy(logits, target)
+
+
+def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
+    """The ViT's training step (module 02's model) with each optimizer / loss combination, timed in
+    interleaved rounds: what a kernel buys end to end, not in isolation."""
+    from trainlab.models import ViT
+
+    device = torch.device(device)
+    impl = impl or ("triton" if device.type == "cuda" and triton_env.AVAILABLE else "cpp")
+    x, y = torch.randn(batch, 3, 32, 32, device=device), torch.randint(0, 10, (batch,), device=device)
+    variants = {
+        "eager (foreach AdamW)": (lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=True), F.cross_entropy),
+        "torch fused AdamW": (lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True), F.cross_entropy),
+        f"our AdamW ({impl})": (lambda p: adamw.FusedAdamW(p, lr=1e-3, impl=impl), F.cross_entropy),
+        f"our AdamW + cross-entropy ({impl})": (
+            lambda p: adamw.FusedAdamW(p, lr=1e-3, impl=impl),
+            functools.partial(cross_entropy.fused_cross_entropy, impl=impl)),
+    }
+    steps = {}
+    for name, (make_opt, loss_fn) in variants.items():
+        torch.manual_seed(0)
+        model = ViT(dim=dim, depth=depth).to(device)
+        opt = make_opt(model.parameters())
+
+        def step(model=model, opt=opt, loss_fn=loss_fn):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            opt.step()
+        steps[name] = step
+    samples = {name: [] for name in steps}
+    for _ in range(3):
+        for name, step in steps.items():
+            samples[name] += timing.measure(step, device=device, warmup=2, repeats=max(1, repeats // 3),
+                                            flush=False).samples
+    base = timing.Timing(samples["eager (foreach AdamW)"]).median
+    return [{"step": name, "median ms": timing.Timing(s).median * 1e3, "spread": timing.Timing(s).spread,
+             "x eager": base / timing.Timing(s).median} for name, s in samples.items()]

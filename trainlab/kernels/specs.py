@@ -39,7 +39,7 @@ def ce_inputs(shape, dtype, generator):
 def ce_gradcheck(impl):
     def make(shape):
         logits, target = ce_inputs(shape, torch.float64, torch.Generator().manual_seed(1))
-        return (lambda x: cross_entropy.fused_cross_entropy(x, target, reduction="none", impl=impl)), \
+        return (lambda x: cross_entropy.fused_cross_entropy(x, target.to(x.device), reduction="none", impl=impl)), \
             [logits.requires_grad_()]
     return make
 

@@ -172,12 +172,13 @@ def _with_specials(x, generator):
     return x
 
 
-def _case(spec, shape, dtype, layout="contiguous", specials=False, seed=0):
+def _case(spec, shape, dtype, layout="contiguous", specials=False, seed=0, device="cpu"):
     generator = torch.Generator().manual_seed(seed)
-    args = list(spec.inputs(shape, dtype, generator))
+    args = list(spec.inputs(shape, dtype, generator))  # drawn on CPU: the same values on every device
     if specials:
         args[0] = _map(lambda t: _with_specials(t, generator), args[0])
     expected = spec.reference(*_map(_float64, args))
+    args = _map(lambda t: t.to(device), args)
     if layout == "strided":
         args[0] = _noncontiguous(args[0])
     # NaN/Inf inputs make the Triton interpreter's NumPy warn; here they are the point
@@ -195,30 +196,33 @@ def _run_check(report, check, case, fn):
                                      math.inf, traceback.format_exc()[-2000:]))
 
 
-def validate(spec, gradients=True, specials=True):
-    """Run every check of spec; return a Report (nothing raises)."""
+def validate(spec, gradients=True, specials=True, device="cpu"):
+    """Run every check of spec with its inputs on device; return a Report (nothing raises)."""
     report = Report(spec.name)
     for dtype in spec.dtypes:
         for shape in spec.shapes:
             case = f"{list(shape)} {str(dtype).replace('torch.', '')}"
             _run_check(report, "values", case,
-                       lambda: compare(*_case(spec, shape, dtype), dtype, spec.scale))
+                       lambda: compare(*_case(spec, shape, dtype, device=device), dtype, spec.scale))
     big = max(spec.shapes, key=math.prod)
     if spec.noncontiguous:
         _run_check(report, "strided input", f"{list(big)} float32",
-                   lambda: compare(*_case(spec, big, torch.float32, layout="strided"), torch.float32, spec.scale))
+                   lambda: compare(*_case(spec, big, torch.float32, layout="strided", device=device), torch.float32,
+                                           spec.scale))
     if specials:
         for shape in spec.shapes[-2:]:
             _run_check(report, "NaN/Inf", f"{list(shape)} float32",
-                       lambda: compare(*_case(spec, shape, torch.float32, specials=True), torch.float32, spec.scale))
+                       lambda: compare(*_case(spec, shape, torch.float32, specials=True, device=device), torch.float32,
+                                           spec.scale))
     if gradients and spec.gradcheck is not None:
         for shape in spec.gradcheck_shapes:
-            _run_check(report, "gradcheck", f"{list(shape)} float64", lambda: _gradcheck(spec, shape))
+            _run_check(report, "gradcheck", f"{list(shape)} float64", lambda: _gradcheck(spec, shape, device))
     return report
 
 
-def _gradcheck(spec, shape):
+def _gradcheck(spec, shape, device):
     fn, inputs = spec.gradcheck(shape)
+    inputs = [t.detach().to(device).requires_grad_(t.requires_grad) for t in inputs]
     try:
         # fast mode checks random projections of the Jacobian: one backward instead of one per input
         torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, fast_mode=True)

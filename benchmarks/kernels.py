@@ -16,19 +16,6 @@ from trainlab.device import resolve_device
 from trainlab.kernels import ladder, profile, specs, validate
 
 
-def _fmt(row):
-    out = dict(row)
-    for key in ("median ms", "GB/s", "MB moved"):
-        if isinstance(out.get(key), float):
-            out[key] = f"{out[key]:.2f}" if key != "MB moved" else f"{out[key]:.0f}"
-    for key in ("spread", "of copy bandwidth"):
-        if isinstance(out.get(key), float):
-            out[key] = f"{out[key]:.0%}"
-    for key in [k for k in out if k.startswith("x ")]:
-        out[key] = f"{out[key]:.2f}x" if isinstance(out[key], float) else ""
-    return out
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
@@ -51,15 +38,15 @@ def main(argv=None):
     print(f"\ncopy bandwidth (measured now): {peak / 1e9:.1f} GB/s")
     columns = ["op", "rung", "MB moved", "median ms", "spread", "GB/s", "of copy bandwidth", "x eager", "x foreach",
                "note"]
-    print(table([_fmt(r) for r in rows], columns))
+    print(table([ladder.format_row(r) for r in rows], columns))
 
     step_profile = profile.profile_step(device=device)
     print(f"\nViT training step ({step_profile.step_ms:.1f} ms of operators, {step_profile.calls} operator calls, "
           f"{step_profile.small_calls} under {profile.SMALL_US} us):")
-    print(table([_fmt({**c, "self ms": round(c["self ms"], 2), "share": f"{c['share']:.1%}"})
+    print(table([ladder.format_row({**c, "self ms": round(c["self ms"], 2), "share": f"{c['share']:.1%}"})
                  for c in step_profile.categories]))
     end_to_end = ladder.end_to_end(device)
-    print(table([_fmt(r) for r in end_to_end]))
+    print(table([ladder.format_row(r) for r in end_to_end]))
 
     by = {(r["op"], r["rung"]): r for r in rows}
     chain_best = max((by[("chain", k)].get("x eager") or 0, k) for k in ("torch.compile", "c++", "triton")

@@ -36,14 +36,13 @@ class KernelLabExercise(Exercise):
         return labs.source(self.name, fixed=True)
 
     def judge(self, source):
+        measured, result = self.measure(source)
         if _normalise(source) == _normalise(labs.source(self.name)):
-            raise NotAttempted("the cell still holds the shipped code; fix it and run the cell")
-        with tempfile.TemporaryDirectory(prefix="trainlab-kernel-check-") as tmp:
-            script, out = Path(tmp) / "solution.py", Path(tmp) / "out.json"
-            script.write_text(source)
-            result = runner.run_python(module="trainlab.kernels.labcheck", args=[self.name, script, out],
-                                       timeout=self.timeout, stream=False)
-            measured = json.loads(out.read_text()) if out.exists() else None
+            # still judged, so the learner reads what the harness finds before changing anything
+            outcome = NotAttempted("the cell still holds the shipped code; below is what the check finds in it. "
+                                   "Fix it and run the cell")
+            outcome.details = _findings(measured, result)
+            raise outcome
         if result.timed_out:
             raise TimedOut(f"the check did not finish in {self.timeout:.0f} s: an endless loop in the kernel?")
         if measured is None or "error" in measured:
@@ -52,10 +51,30 @@ class KernelLabExercise(Exercise):
             raise outcome
         if not measured["passed"]:
             outcome = Incorrect(measured["summary"])
-            outcome.details = "\n".join(f"{r['check']:>14} {r['case']:<22} {r['result']:<5} {r['detail']}"
-                                        for r in measured.get("rows", []))
+            outcome.details = _findings(measured, result)
             raise outcome
         return measured["summary"]
+
+    def measure(self, source):
+        with tempfile.TemporaryDirectory(prefix="trainlab-kernel-check-") as tmp:
+            script, out = Path(tmp) / "solution.py", Path(tmp) / "out.json"
+            script.write_text(source)
+            result = runner.run_python(module="trainlab.kernels.labcheck", args=[self.name, script, out],
+                                       timeout=self.timeout, stream=False)
+            measured = json.loads(out.read_text()) if out.exists() else None
+        return measured, result
+
+
+def _findings(measured, result):
+    """The check's table (or summary, or error) as text."""
+    if not measured:
+        return result.error or ""
+    if "error" in measured:
+        return measured["error"]
+    rows = measured.get("rows")
+    if not rows:
+        return measured["summary"]
+    return "\n".join(f"{r['check']:>14} {r['case']:<22} {r['result']:<5} {r['detail']}" for r in rows)
 
 
 KERNELS = [KernelLabExercise(name) for name in HINTS]

@@ -27,7 +27,7 @@ class Op:
 
 
 def _chain_state(device, scale):
-    M, C = 4096 * scale, 1024
+    M, C = max(1, int(4096 * scale)), 1024
     x = torch.randn(M, C, device=device)
     return {"args": (x, *(torch.randn(C, device=device) for _ in range(3))), "x": x}
 
@@ -47,13 +47,14 @@ def _fwd_bwd(fn):
 
 
 def _ce_state(device, scale):
-    M, C = 4096 * scale, 1024
+    M, C = max(1, int(4096 * scale)), 1024
     return {"args": (torch.randn(M, C, device=device), torch.randint(0, C, (M,), device=device))}
 
 
 def _adamw_state(device, scale):
     # a transformer-like mix: a few large matrices, many small vectors (biases, norms)
-    sizes = [1024 * 1024] * (4 * scale) + [1024 * 4096] * scale + [1024] * 48 + [4096] * 8
+    big = max(1, round(4 * scale))
+    sizes = [1024 * 1024] * big + [1024 * 4096] * max(1, round(scale)) + [1024] * 48 + [4096] * 8
     params = [torch.randn(n, device=device) for n in sizes]
     grads = [torch.randn_like(p) for p in params]
     return {"params": params, "grads": grads}
@@ -118,7 +119,8 @@ def runnable(rung, device):
 
 
 def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
-    """Time every runnable rung of every op; return (rows, copy bytes/s). Within an op the rungs
+    """Time every runnable rung of every op (scale 1: 16 MB activations, 8M-element AdamW; on a GPU
+    use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs
     are timed in interleaved rounds, so a machine that slows down affects all of them alike."""
     device = torch.device(device)
     peak = timing.copy_bandwidth(device)
@@ -149,6 +151,23 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
                 on_row(row)
         del state, fns
     return rows, peak
+
+
+def format_row(row):
+    """A ladder, profile or end-to-end row with its numbers as short text, for tables."""
+    out = dict(row)
+    for key, value in row.items():
+        if not isinstance(value, float):
+            continue
+        if key in ("spread", "of copy bandwidth", "share"):
+            out[key] = f"{value:.0%}"
+        elif key.startswith("x "):
+            out[key] = f"{value:.2f}x"
+        elif key == "MB moved":
+            out[key] = f"{value:.0f}"
+        else:
+            out[key] = f"{value:.2f}"
+    return out
 
 
 def compiled_kernel_count(fn, *args):

@@ -45,6 +45,13 @@ def check_device(*tensors):
             raise TritonUnavailable(f"Triton cannot run tensors on {t.device}")
 
 
+def source(kernel):
+    """The Python text of a @jit kernel (compiled, interpreted or unavailable)."""
+    import inspect
+
+    return inspect.getsource(getattr(kernel, "fn", kernel))
+
+
 def compute_type(dtype):
     """Accumulate in float32, or float64 for float64 inputs (gradcheck)."""
     return tl.float64 if dtype == torch.float64 else tl.float32
@@ -55,7 +62,7 @@ if AVAILABLE:
 else:
     class _Unavailable:
         def __init__(self, fn):
-            self.__name__ = fn.__name__
+            self.fn, self.__name__ = fn, fn.__name__
 
         def __getitem__(self, grid):
             check_device()

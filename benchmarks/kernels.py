@@ -32,7 +32,7 @@ def main(argv=None):
         report = validate.validate(spec, device="cpu" if name.endswith("/cpp") else device)
         correctness.append({"kernel": name, "checks": len(report.results), "failed": len(report.failures),
                             "worst error / tolerance": max((r.error_ratio for r in report.results), default=0)})
-    print(table(correctness))
+    print(table([ladder.format_row(r) for r in correctness]))
 
     rows, peak = ladder.run(device, scale=scale, repeats=args.repeats)
     print(f"\ncopy bandwidth (measured now): {peak / 1e9:.1f} GB/s")

@@ -75,3 +75,20 @@ def test_panel_draws_finished_runs_and_the_one_in_flight():
     assert "training" in loss_ax.get_legend().get_texts()[-1].get_text()
     with pytest.raises(ValueError, match="unknown change"):
         panel.run(["turn it off and on again"])
+
+
+def test_batch_browser_draws_each_page_as_an_image():
+    from types import SimpleNamespace
+
+    import torch
+
+    from trainlab import viz
+
+    images = SimpleNamespace(train_x=torch.randint(0, 255, (64, 3, 32, 32), dtype=torch.uint8),
+                             train_y=torch.arange(64) % 10, classes=[str(i) for i in range(10)])
+    browser = viz.batch_browser(images, n=16)
+    slider, image = browser.children
+    first = image.value
+    assert first.startswith(b"\x89PNG") and slider.max == 3
+    slider.value = 2  # what moving the slider does in JupyterLab
+    assert image.value.startswith(b"\x89PNG") and image.value != first

@@ -145,14 +145,27 @@ def show_batch(images, labels, classes, n=32, mean=None, std=None, title=""):
 
 
 def batch_browser(image_set, n=16):
-    """A slider over the training set, n images a page, with their labels."""
+    """A slider over the training set, n images a page, with their labels.
+
+    Each page is drawn to a PNG shown by an Image widget: no Output-widget capture, which
+    once left a headless (papermill) run waiting 600 s for a message that never came."""
+    import io
+
     import ipywidgets as widgets
 
     pages = len(image_set.train_y) // n
 
-    def page(index=0):
+    def png(index):
         sl = slice(index * n, (index + 1) * n)
         fig = show_batch(image_set.train_x[sl], image_set.train_y[sl], image_set.classes, n=n)
-        plt.show(fig)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", bbox_inches="tight")
+        plt.close(fig)
+        return buffer.getvalue()
 
-    return widgets.interact(page, index=widgets.IntSlider(0, 0, pages - 1, description="page"))
+    slider = widgets.IntSlider(0, 0, pages - 1, description="page")
+    image = widgets.Image(value=png(0), format="png")
+    slider.observe(lambda change: setattr(image, "value", png(change["new"])), names="value")
+    browser = widgets.VBox([slider, image])
+    _display(browser)
+    return browser

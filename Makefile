@@ -42,8 +42,8 @@ test: setup  ## run the whole CPU suite (unit tests and every notebook)
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
 	$(PYTHON) trainlab/gpu_suite.py
 
-bench: setup  ## run the benchmarks; tables to stdout, JSON to benchmarks/results/
-	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE))
+bench: setup  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
+	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))
 
 notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/
 	"$(VPY)" -m trainlab.notebooks

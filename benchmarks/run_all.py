@@ -1,11 +1,14 @@
 """`make bench`: run every benchmark, print its table, write results/*.json and SUMMARY.md.
 
-    python -m benchmarks.run_all [--device cuda]
+    python -m benchmarks.run_all [--device cuda] [--only kernels sparse]
+
+--only reruns some benchmarks and replaces just their sections of SUMMARY.md.
 """
 
 import argparse
 import importlib
 import io
+import re
 from contextlib import redirect_stdout
 
 from benchmarks.common import RESULTS
@@ -16,18 +19,27 @@ BENCHMARKS = ["reference_accuracy", "reference_vs_textbook", "debugging", "docto
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these; keep the other sections")
     args = parser.parse_args(argv)
-    sections = []
-    for name in BENCHMARKS:
+    summary = RESULTS / "SUMMARY.md"
+    sections = _sections(summary.read_text()) if args.only and summary.exists() else {}
+    for name in args.only or BENCHMARKS:
         module = importlib.import_module(f"benchmarks.{name}")
         buffer = io.StringIO()
         with redirect_stdout(buffer):
             payload = module.main(["--device", args.device])
         print(f"## {name}\n{buffer.getvalue()}")
         machine = ", ".join(f"{k}={v}" for k, v in payload["machine"].items())
-        sections.append(f"## {name}\n\n{machine}\n\n" + buffer.getvalue().split("\nwrote")[0] + "\n")
-    (RESULTS / "SUMMARY.md").write_text("# Benchmark results (latest `make bench`)\n\n" + "\n".join(sections))
-    print("wrote", RESULTS / "SUMMARY.md")
+        sections[name] = f"## {name}\n\n{machine}\n\n" + buffer.getvalue().split("\nwrote")[0] + "\n"
+    ordered = [sections[name] for name in BENCHMARKS if name in sections]
+    summary.write_text("# Benchmark results (latest `make bench`)\n\n" + "\n".join(ordered))
+    print("wrote", summary)
+
+
+def _sections(text):
+    """SUMMARY.md's sections by benchmark name."""
+    parts = re.split(r"^(?=## )", text, flags=re.M)
+    return {p.split()[1]: p.rstrip("\n") + "\n" for p in parts if p.startswith("## ")}
 
 
 if __name__ == "__main__":

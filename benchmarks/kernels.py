@@ -36,9 +36,7 @@ def main(argv=None):
 
     rows, peak = ladder.run(device, scale=scale, repeats=args.repeats)
     print(f"\ncopy bandwidth (measured now): {peak / 1e9:.1f} GB/s")
-    columns = ["op", "rung", "MB moved", "median ms", "spread", "GB/s", "of copy bandwidth", "x eager", "x foreach",
-               "note"]
-    print(table([ladder.format_row(r) for r in rows], columns))
+    print(table([ladder.format_row(r) for r in rows], ladder.COLUMNS))
 
     step_profile = profile.profile_step(device=device)
     print(f"\nViT training step ({step_profile.step_ms:.1f} ms of operators, {step_profile.calls} operator calls, "

@@ -190,3 +190,15 @@ def test_kernel_exercise_runs_the_learner_code_in_a_child():
     raising = exercise.verdict(labs.source("kernels/softmax_mask").replace("tl.exp(x)", "tl.exp(x, y)"))
     assert raising.kind == "error"
     assert exercise.verdict(labs.source("kernels/softmax_mask", fixed=True)).kind == "pass"
+
+
+def test_profile_groups_the_step_and_attributes_the_optimizer():
+    from trainlab.kernels import profile
+
+    step = profile.profile_step(batch=8, steps=2)
+    shares = {c["category"]: c["share"] for c in step.categories}
+    assert abs(sum(shares.values()) - 1) < 1e-6
+    assert max(shares, key=shares.get) == "matmul / conv"  # the ViT step is matmul-bound on CPU
+    optimizer = next(c for c in step.categories if c["category"] == "optimizer")
+    assert optimizer["calls"] > 100  # foreach AdamW runs per-tensor ops on CPU, all inside optimizer.step()
+    assert 0 < step.small_calls <= step.calls

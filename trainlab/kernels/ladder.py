@@ -123,6 +123,8 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
     use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs
     are timed in interleaved rounds, so a machine that slows down affects all of them alike."""
     device = torch.device(device)
+    if device.type == "cpu":
+        timing.steady_heap()  # eager's intermediates must not page-fault in some rounds and not others
     peak = timing.copy_bandwidth(device)
     rows = []
     for op in OPS:
@@ -151,6 +153,9 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
                 on_row(row)
         del state, fns
     return rows, peak
+
+
+COLUMNS = ["op", "rung", "MB moved", "median ms", "spread", "GB/s", "of copy bandwidth", "x eager", "x foreach", "note"]
 
 
 def format_row(row):
@@ -197,6 +202,8 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     from trainlab.models import ViT
 
     device = torch.device(device)
+    if device.type == "cpu":
+        timing.steady_heap()
     impl = impl or ("triton" if device.type == "cuda" and triton_env.AVAILABLE else "cpp")
     x, y = torch.randn(batch, 3, 32, 32, device=device), torch.randint(0, 10, (batch,), device=device)
     variants = {

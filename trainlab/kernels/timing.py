@@ -6,6 +6,7 @@ notebook needs the synchronisation to be an explicit argument, to show what a ti
 forgets it reports (see `AsyncStandIn`). On CUDA the repetitions are timed with events.
 """
 
+import ctypes
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -85,6 +86,21 @@ def measure(fn, *, device="cpu", warmup=3, repeats=20, flush=True, sync="device"
             wait()
             samples.append(time.perf_counter() - t0)
     return Timing(samples)
+
+
+def steady_heap():
+    """Keep freed memory in this process's heap (glibc), so a repeated allocation costs the same
+    every time. By default glibc maps big blocks afresh and returns them to the OS when freed,
+    and whether a 16 MB tensor page-faults depends on what ran before: eager ops (which
+    allocate every intermediate) measured 3 ms or 11 ms in the same script. jemalloc or
+    tcmalloc, which PyTorch's CPU tuning guide recommends, behave like this too. Applies for
+    the rest of the process; a no-op where libc is not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
 def copy_bandwidth(device="cpu", nbytes=None, repeats=20):

@@ -14,7 +14,6 @@ import os
 import statistics
 import time
 
-import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from benchmarks.common import machine, table, write_result

@@ -287,7 +287,6 @@ class Probe:
                 self.used_params[id(p)] = p
             if out is None or not out.is_floating_point():
                 return
-            name = type(module).__name__
             self.output_dtypes.setdefault(str(out.dtype), 0)
             self.output_dtypes[str(out.dtype)] += 1
             if isinstance(module, torch.nn.ReLU):

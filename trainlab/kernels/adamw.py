@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from trainlab.kernels.triton_env import check_device, constexpr, jit, tl, triton
+from trainlab.kernels.triton_env import check_device, constexpr, jit, tl
 
 CHUNK = 4096  # elements per program
 

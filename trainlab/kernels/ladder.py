@@ -60,22 +60,21 @@ def _adamw_state(device, scale):
     return {"params": params, "grads": grads}
 
 
-def _torch_adamw(**options):
+def _adamw_rung(make_optimizer):
     def make(state):
         params = [p.clone().requires_grad_() for p in state["params"]]
         for p, g in zip(params, state["grads"]):
             p.grad = g.clone()
-        return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **options).step
+        return make_optimizer(params).step
     return make
+
+
+def _torch_adamw(**options):
+    return _adamw_rung(lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **options))
 
 
 def _our_adamw(impl):
-    def make(state):
-        params = [p.clone().requires_grad_() for p in state["params"]]
-        for p, g in zip(params, state["grads"]):
-            p.grad = g.clone()
-        return adamw.FusedAdamW(params, lr=1e-3, weight_decay=0.01, impl=impl).step
-    return make
+    return _adamw_rung(lambda params: adamw.FusedAdamW(params, lr=1e-3, weight_decay=0.01, impl=impl))
 
 
 @functools.cache
@@ -190,10 +189,6 @@ def eager_op_count(fn, *args):
     with torch.profiler.profile() as prof:
         fn(*args)
     return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None)
-
-
-def cross_entropy_eager(logits, target):
-    return F.cross_entropy(logits, target)
 
 
 def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):

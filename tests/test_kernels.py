@@ -2,6 +2,7 @@
 kernels; the timing harness catches a timing that does not wait; the labs' checks tell the
 broken versions from the fixed ones. Triton runs in its interpreter here (no GPU)."""
 
+import re
 import runpy
 import time
 
@@ -202,3 +203,13 @@ def test_profile_groups_the_step_and_attributes_the_optimizer():
     optimizer = next(c for c in step.categories if c["category"] == "optimizer")
     assert optimizer["calls"] > 100  # foreach AdamW runs per-tensor ops on CPU, all inside optimizer.step()
     assert 0 < step.small_calls <= step.calls
+
+
+def test_every_triton_launch_compiles_for_a_gpu_without_one():
+    # the interpreter accepted a non-constexpr global in the chain kernel; the compiler does not
+    from trainlab import runner
+
+    result = runner.run_python(module="trainlab.kernels.gpu_compile", timeout=300, stream=False)
+    assert result.ok, result.output[-3000:]
+    compiled, total = re.search(r"compiled (\d+) of (\d+) kernel variants", result.output).groups()
+    assert compiled == total and int(total) >= 20

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from trainlab.kernels.triton_env import check_device, compute_type, constexpr, jit, tl, triton
 
-INV_SQRT2, INV_SQRT_2PI = 0.7071067811865476, 0.3989422804014327
+INV_SQRT2 = constexpr(0.7071067811865476)  # globals a kernel reads must be constexpr
+INV_SQRT_2PI = constexpr(0.3989422804014327)
 
 
 def reference(x, bias, scale, shift):

@@ -34,8 +34,12 @@ def bytes_moved(params):
 
 
 @jit
-def _adamw_kernel(p_table, g_table, m_table, v_table, n_table, chunk_tensor, chunk_start, lr, beta1, beta2, eps,
-                  weight_decay, bias_correction1, bias_correction2_sqrt, BLOCK: constexpr):
+def _adamw_kernel(p_table, g_table, m_table, v_table,  # int64 addresses of each tensor's parameter, gradient, moments
+                  n_table,  # each tensor's number of elements
+                  chunk_tensor, chunk_start,  # per program: which tensor, and its first element
+                  lr, beta1, beta2, eps, weight_decay,  # the hyper-parameters, as torch.optim.AdamW
+                  bias_correction1, bias_correction2_sqrt,  # 1 - beta1^step, sqrt(1 - beta2^step)
+                  BLOCK: constexpr):  # elements per program (CHUNK)
     chunk = tl.program_id(0)
     i = tl.load(chunk_tensor + chunk)  # which tensor this program updates ...
     offs = tl.load(chunk_start + chunk) + tl.arange(0, BLOCK)  # ... and which of its elements

@@ -30,8 +30,11 @@ def bytes_moved(x, backward=False):
 
 
 @jit
-def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr, y_ptr, M, C, stride_xm, stride_xc,
-                    BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
+def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr,  # x (M, C), any strides; bias, scale, shift (C,)
+                    y_ptr,  # output (M, C), contiguous
+                    M, C, stride_xm, stride_xc,  # sizes, and x's strides in elements
+                    BLOCK_M: constexpr, BLOCK_C: constexpr,  # the tile one program computes
+                    COMPUTE: constexpr):  # float32 (float64 for gradcheck)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
@@ -46,8 +49,11 @@ def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr, y_ptr, M, C, stride_xm, stride_x
 
 
 @jit
-def _backward_kernel(g_ptr, x_ptr, b_ptr, s_ptr, t_ptr, dx_ptr, partial_ptr, M, C, stride_xm, stride_xc,
-                     BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
+def _backward_kernel(g_ptr,  # incoming gradient (M, C), contiguous
+                     x_ptr, b_ptr, s_ptr, t_ptr,  # the forward's inputs: u is recomputed, not saved
+                     dx_ptr,  # output (M, C), contiguous
+                     partial_ptr,  # (row blocks, 3, C): this block's sums for d bias, d scale, d shift
+                     M, C, stride_xm, stride_xc, BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
     pid_m = tl.program_id(0)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)

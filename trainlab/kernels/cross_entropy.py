@@ -24,7 +24,12 @@ def bytes_moved(logits, backward=False):
 
 
 @jit
-def _forward_kernel(x_ptr, y_ptr, loss_ptr, lse_ptr, C, stride_m, stride_c, BLOCK: constexpr, COMPUTE: constexpr):
+def _forward_kernel(x_ptr,  # logits (rows, C), any strides
+                    y_ptr,  # targets (rows,), int64
+                    loss_ptr, lse_ptr,  # outputs (rows,): the loss and the log-sum-exp backward reuses
+                    C, stride_m, stride_c,
+                    BLOCK: constexpr,  # columns per step of the walk along a row
+                    COMPUTE: constexpr):  # float32 (float64 for gradcheck)
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     running_max = tl.full([], float("-inf"), COMPUTE)
@@ -44,8 +49,10 @@ def _forward_kernel(x_ptr, y_ptr, loss_ptr, lse_ptr, C, stride_m, stride_c, BLOC
 
 
 @jit
-def _backward_kernel(x_ptr, y_ptr, lse_ptr, g_ptr, dx_ptr, C, stride_m, stride_c, BLOCK: constexpr,
-                     COMPUTE: constexpr):
+def _backward_kernel(x_ptr, y_ptr, lse_ptr,  # logits, targets and the forward's log-sum-exp
+                     g_ptr,  # incoming gradient per row (rows,)
+                     dx_ptr,  # output (rows, C), contiguous: (softmax - one_hot) * g
+                     C, stride_m, stride_c, BLOCK: constexpr, COMPUTE: constexpr):
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     out = dx_ptr + row.to(tl.int64) * C
@@ -108,7 +115,8 @@ static void softmax_times(const T* __restrict__ row, T lse, T g, T* __restrict__
 }
 
 std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor x, torch::Tensor y) {
-  TORCH_CHECK(x.dim() == 2 && y.dim() == 1 && y.size(0) == x.size(0), "cross_entropy: logits (rows, C), targets (rows,)");
+  TORCH_CHECK(x.dim() == 2 && y.dim() == 1 && y.size(0) == x.size(0),
+              "cross_entropy: logits (rows, C), targets (rows,)");
   x = x.contiguous();
   y = y.contiguous();
   const int64_t M = x.size(0), C = x.size(1);

@@ -70,7 +70,8 @@ def judge_benchmark(namespace, repeats=9):
     return {"passed": grows and agree, "size_ratio": size_ratio, "time_ratio": time_ratio, "grows": grows,
             "agrees": agree, "reported_ms": reported[big] * 1e3, "waited_ms": waited[big] * 1e3,
             "summary": f"{size_ratio:.0f}x the work took {time_ratio:.1f}x the time; at the largest size your "
-                       f"benchmark reported {reported[big] * 1e3:.3f} ms, a timing that waits {waited[big] * 1e3:.3f} ms"}
+                       f"benchmark reported {reported[big] * 1e3:.3f} ms, a timing that waits "
+                       f"{waited[big] * 1e3:.3f} ms"}
 
 
 def judge(lab, namespace):

@@ -205,6 +205,22 @@ class LabExercise(Exercise):
         return numbers
 
 
+def run_on_source(source, launch, prefix="trainlab-check-"):
+    """Write the learner's source to a temporary script, call launch(script, out_json) (a runner
+    call that starts the check's child) and return (its Result, the JSON the child wrote or None)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        script, out = Path(tmp) / "solution.py", Path(tmp) / "out.json"
+        script.write_text(source)
+        result = launch(script, out)
+        return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def with_details(outcome, details):
+    """The outcome, carrying text shown under its verdict (a traceback, a table)."""
+    outcome.details = details
+    return outcome
+
+
 def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None):
     """Run [{name, source, max_steps}] one after another in one child; return {name: report}.
 

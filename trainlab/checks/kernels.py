@@ -1,11 +1,8 @@
 """Module 04's lab checks: a learner's kernel or benchmark, judged in a child process."""
 
-import json
-import tempfile
-from pathlib import Path
-
 from trainlab import labs, runner
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, _normalise
+from trainlab.checks.core import (Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, _normalise,
+                                  run_on_source, with_details)
 
 HINTS = {
     "kernels/softmax_mask": (
@@ -36,33 +33,24 @@ class KernelLabExercise(Exercise):
         return labs.source(self.name, fixed=True)
 
     def judge(self, source):
-        measured, result = self.measure(source)
+        result, measured = self.measure(source)
         if _normalise(source) == _normalise(labs.source(self.name)):
             # still judged, so the learner reads what the harness finds before changing anything
-            outcome = NotAttempted("the cell still holds the shipped code; below is what the check finds in it. "
-                                   "Fix it and run the cell")
-            outcome.details = _findings(measured, result)
-            raise outcome
+            raise with_details(NotAttempted("the cell still holds the shipped code; below is what the check finds "
+                                            "in it. Fix it and run the cell"), _findings(measured, result))
         if result.timed_out:
             raise TimedOut(f"the check did not finish in {self.timeout:.0f} s: an endless loop in the kernel?")
         if measured is None or "error" in measured:
-            outcome = LearnerError(measured["error"] if measured else result.error)
-            outcome.details = measured["traceback"] if measured else result.output[-2000:]
-            raise outcome
+            raise with_details(LearnerError(measured["error"] if measured else result.error),
+                               measured["traceback"] if measured else result.output[-2000:])
         if not measured["passed"]:
-            outcome = Incorrect(measured["summary"])
-            outcome.details = _findings(measured, result)
-            raise outcome
+            raise with_details(Incorrect(measured["summary"]), _findings(measured, result))
         return measured["summary"]
 
     def measure(self, source):
-        with tempfile.TemporaryDirectory(prefix="trainlab-kernel-check-") as tmp:
-            script, out = Path(tmp) / "solution.py", Path(tmp) / "out.json"
-            script.write_text(source)
-            result = runner.run_python(module="trainlab.kernels.labcheck", args=[self.name, script, out],
-                                       timeout=self.timeout, stream=False)
-            measured = json.loads(out.read_text()) if out.exists() else None
-        return measured, result
+        return run_on_source(source, lambda script, out: runner.run_python(
+            module="trainlab.kernels.labcheck", args=[self.name, script, out], timeout=self.timeout, stream=False),
+            prefix="trainlab-kernel-check-")
 
 
 def _findings(measured, result):

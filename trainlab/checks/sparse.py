@@ -1,11 +1,8 @@
 """The sparse all-reduce lab's check: the learner's function on 3 ranks against the dense sum."""
 
-import json
-import tempfile
-from pathlib import Path
-
 from trainlab import labs, runner
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, _normalise
+from trainlab.checks.core import (Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, _normalise,
+                                  run_on_source, with_details)
 from trainlab.sparse.labcheck import CASES
 
 LAB = "sparse/allreduce"
@@ -34,13 +31,9 @@ class SparseLabExercise(Exercise):
         return labs.source(LAB, fixed=True)
 
     def measure(self, source):
-        with tempfile.TemporaryDirectory(prefix="trainlab-sparse-check-") as tmp:
-            script, out = Path(tmp) / "solution.py", Path(tmp) / "out.json"
-            script.write_text(source)
-            result = runner.run_distributed(module="trainlab.sparse.labcheck", nproc=self.world_size,
-                                            args=[script, out], timeout=self.timeout, stream=False)
-            measured = json.loads(out.read_text()) if out.exists() else None
-        return result, measured
+        return run_on_source(source, lambda script, out: runner.run_distributed(
+            module="trainlab.sparse.labcheck", nproc=self.world_size, args=[script, out], timeout=self.timeout,
+            stream=False), prefix="trainlab-sparse-check-")
 
     def judge(self, source):
         if _normalise(source) == _normalise(labs.source(LAB)):
@@ -50,22 +43,16 @@ class SparseLabExercise(Exercise):
             raise TimedOut(f"the ranks did not finish in {self.timeout:.0f} s: a collective some ranks never "
                            "completed?")
         if measured is None:
-            raise _with_details(LearnerError(result.error), result.output[-2000:])
+            raise with_details(LearnerError(result.error), result.output[-2000:])
         if not result.ok and "running" in measured:  # a rank died (or hung) inside this case
-            raise _with_details(LearnerError(f"with {WHAT[measured['running']]}: {result.error}"), result.output[-2000:])
+            raise with_details(LearnerError(f"with {WHAT[measured['running']]}: {result.error}"), result.output[-2000:])
         for kind in CASES:
             case = measured.get(kind)
             if case is None:
                 break
             if "error" in case:
-                raise _with_details(LearnerError(f"with {WHAT[kind]}: {case['error']}"), case["traceback"])
+                raise with_details(LearnerError(f"with {WHAT[kind]}: {case['error']}"), case["traceback"])
             if case["max_abs_error"] != 0:
                 raise Incorrect(f"with {WHAT[kind]}: the result differs from the dense all-reduce by up to "
                                 f"{case['max_abs_error']:g}")
         return f"equal to the dense all-reduce in all {len(CASES)} cases on {self.world_size} ranks"
-
-
-def _with_details(outcome, details):
-    outcome.details = details
-    return outcome
-

@@ -11,6 +11,7 @@ In the Triton-tutorial shape: the kernel, the wrapper, the reference, and an opt
 (`FusedAdamW`) that uses it inside a training step.
 """
 
+import functools
 import math
 
 import torch
@@ -73,17 +74,18 @@ def _table(tensors, device):
     return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64).to(device, non_blocking=True)
 
 
+@functools.lru_cache(maxsize=8)  # the same parameters every step: build their chunk tables once
 def _chunks(sizes, device):
     tensor_ids, starts = [], []
     for i, n in enumerate(sizes):
         for start in range(0, n, CHUNK):
             tensor_ids.append(i)
             starts.append(start)
-    as_tensor = lambda xs: torch.tensor(xs, dtype=torch.int64).to(device, non_blocking=True)  # noqa: E731
+    as_tensor = lambda xs: torch.tensor(xs, dtype=torch.int64).to(device)  # noqa: E731
     return as_tensor(list(sizes)), as_tensor(tensor_ids), as_tensor(starts)
 
 
-def _hyper(step, lr, beta1, beta2):
+def _bias_corrections(step, beta1, beta2):
     return 1 - beta1 ** step, math.sqrt(1 - beta2 ** step)
 
 
@@ -94,9 +96,9 @@ def triton_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, ep
     check_device(params[0])
     _check((params, grads, exp_avgs, exp_avg_sqs))
     device = params[0].device
-    sizes, chunk_tensor, chunk_start = _chunks([p.numel() for p in params], device)
+    sizes, chunk_tensor, chunk_start = _chunks(tuple(p.numel() for p in params), device)
     tables = [_table(ts, device) for ts in (params, grads, exp_avgs, exp_avg_sqs)]
-    bc1, bc2_sqrt = _hyper(step, lr, beta1, beta2)
+    bc1, bc2_sqrt = _bias_corrections(step, beta1, beta2)
     _adamw_kernel[(len(chunk_tensor),)](*tables, sizes, chunk_tensor, chunk_start, lr, beta1, beta2, eps,
                                         weight_decay, bc1, bc2_sqrt, BLOCK=CHUNK)
 
@@ -145,7 +147,7 @@ def cpp_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, 
     from trainlab.kernels.cpp import extension
 
     _check((params, grads, exp_avgs, exp_avg_sqs))
-    bc1, bc2_sqrt = _hyper(step, lr, beta1, beta2)
+    bc1, bc2_sqrt = _bias_corrections(step, beta1, beta2)
     extension().adamw_step(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt)
 
 

@@ -13,7 +13,7 @@ x is (rows, channels), channels last; the parameters are (channels,).
 import torch
 import torch.nn.functional as F
 
-from trainlab.kernels.triton_env import check_device, compute_type, constexpr, jit, tl, triton
+from trainlab.kernels.triton_env import accumulate_dtype, check_device, compute_type, constexpr, jit, tl, triton
 
 INV_SQRT2 = constexpr(0.7071067811865476)  # globals a kernel reads must be constexpr
 INV_SQRT_2PI = constexpr(0.3989422804014327)
@@ -82,10 +82,10 @@ def _blocks(C):
     return 4096 // block_c, block_c  # tiles of 4096 elements
 
 
-def triton_forward(x, bias, scale, shift, out=None):
+def triton_forward(x, bias, scale, shift):
     check_device(x, bias, scale, shift)
     M, C = x.shape
-    y = torch.empty((M, C), dtype=x.dtype, device=x.device) if out is None else out
+    y = torch.empty((M, C), dtype=x.dtype, device=x.device)
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
     _forward_kernel[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1),
@@ -100,8 +100,7 @@ def triton_backward(grad, x, bias, scale, shift):
     dx = torch.empty((M, C), dtype=x.dtype, device=x.device)
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
-    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
-    partial = torch.empty((grid[0], 3, C), dtype=acc, device=x.device)
+    partial = torch.empty((grid[0], 3, C), dtype=accumulate_dtype(x.dtype), device=x.device)
     _backward_kernel[grid](grad, x, bias, scale, shift, dx, partial, M, C, x.stride(0), x.stride(1),
                            BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
     dbias, dscale, dshift = partial.sum(0).to(bias.dtype)

@@ -12,7 +12,7 @@ In the Triton-tutorial shape: the kernels, the wrappers, the reference.
 import torch
 import torch.nn.functional as F
 
-from trainlab.kernels.triton_env import check_device, compute_type, constexpr, jit, tl, triton
+from trainlab.kernels.triton_env import accumulate_dtype, check_device, compute_type, constexpr, jit, tl, triton
 
 
 def reference(logits, target):
@@ -77,14 +77,13 @@ def _check_targets(target, C):
                          f"to {int(target.max())}")
 
 
-def triton_forward(logits, target, out=None):
+def triton_forward(logits, target):
     """Per-row losses (float32, or float64 for float64 logits) and the log-sum-exps backward needs."""
     check_device(logits, target)
     M, C = logits.shape
     _check_targets(target, C)
-    acc = torch.float64 if logits.dtype == torch.float64 else torch.float32
-    loss = torch.empty(M, dtype=acc, device=logits.device) if out is None else out
-    lse = torch.empty(M, dtype=acc, device=logits.device)
+    acc = accumulate_dtype(logits.dtype)
+    loss, lse = torch.empty(M, dtype=acc, device=logits.device), torch.empty(M, dtype=acc, device=logits.device)
     _forward_kernel[(M,)](logits, target, loss, lse, C, logits.stride(0), logits.stride(1),
                           BLOCK=_block(C), COMPUTE=compute_type(logits.dtype))
     return loss, lse

@@ -119,12 +119,13 @@ def runnable(rung, device):
 
 def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
     """Time every runnable rung of every op (scale 1: 16 MB activations, 8M-element AdamW; on a GPU
-    use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs
-    are timed in interleaved rounds, so a machine that slows down affects all of them alike."""
+    use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs are timed in
+    interleaved rounds (timing.interleaved)."""
     device = torch.device(device)
     if device.type == "cpu":
         timing.steady_heap()  # eager's intermediates must not page-fault in some rounds and not others
     peak = timing.copy_bandwidth(device)
+    flusher = timing.CacheFlusher(device)  # one buffer for every measurement
     rows = []
     for op in OPS:
         if ops and op.name not in ops:
@@ -132,18 +133,14 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
         state = op.make(device, scale)
         nbytes = op.bytes(state)
         fns = {r: make(state) for r, make in op.rungs.items() if runnable(r, device) is None}
-        samples = {r: [] for r in fns}
-        rounds = 3
-        for _ in range(rounds):
-            for rung, fn in fns.items():
-                samples[rung] += timing.measure(fn, device=device, warmup=2, repeats=max(1, repeats // rounds)).samples
-        base = timing.Timing(samples[op.baseline]).median if op.baseline in samples else None
+        timings = timing.interleaved(fns, device=device, repeats=repeats, flush=flusher)
+        base = timings[op.baseline].median if op.baseline in timings else None
         for rung in op.rungs:
             row = {"op": op.name, "rung": rung, "MB moved": nbytes / 1e6}
             if rung not in fns:
                 row["note"] = runnable(rung, device)
             else:
-                t = timing.Timing(samples[rung])
+                t = timings[rung]
                 row.update({"median ms": t.median * 1e3, "spread": t.spread, "GB/s": nbytes / t.median / 1e9,
                             "of copy bandwidth": nbytes / t.median / peak,
                             f"x {op.baseline}": base / t.median if base else None})
@@ -220,11 +217,7 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
             loss_fn(model(x), y).backward()
             opt.step()
         steps[name] = step
-    samples = {name: [] for name in steps}
-    for _ in range(3):
-        for name, step in steps.items():
-            samples[name] += timing.measure(step, device=device, warmup=2, repeats=max(1, repeats // 3),
-                                            flush=False).samples
-    base = timing.Timing(samples["eager (foreach AdamW)"]).median
-    return [{"step": name, "median ms": timing.Timing(s).median * 1e3, "spread": timing.Timing(s).spread,
-             "x eager": base / timing.Timing(s).median} for name, s in samples.items()]
+    timings = timing.interleaved(steps, device=device, repeats=repeats, flush=False)
+    base = timings["eager (foreach AdamW)"].median
+    return [{"step": name, "median ms": t.median * 1e3, "spread": t.spread, "x eager": base / t.median}
+            for name, t in timings.items()]

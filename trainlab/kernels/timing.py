@@ -58,12 +58,13 @@ class CacheFlusher:
 def measure(fn, *, device="cpu", warmup=3, repeats=20, flush=True, sync="device"):
     """Run fn warmup times, then time it repeats times; return a Timing.
 
-    sync: "device" waits for the device after each call (events on CUDA); a callable is
-    called instead (a stand-in device's synchronize); None waits for nothing, which is
-    the classic benchmarking mistake on asynchronous devices.
+    flush: True flushes the cache before each repetition (a CacheFlusher passed in is reused
+    rather than allocating its buffer again). sync: "device" waits for the device after each
+    call (events on CUDA); a callable is called instead (a stand-in device's synchronize);
+    None waits for nothing, which is the classic benchmarking mistake on asynchronous devices.
     """
     device = torch.device(device)
-    flusher = CacheFlusher(device) if flush else (lambda: None)
+    flusher = flush if isinstance(flush, CacheFlusher) else CacheFlusher(device) if flush else (lambda: None)
     wait = default_sync(device) if sync == "device" else (sync or (lambda: None))
     use_events = sync == "device" and device.type == "cuda"
     for _ in range(warmup):
@@ -86,6 +87,19 @@ def measure(fn, *, device="cpu", warmup=3, repeats=20, flush=True, sync="device"
             wait()
             samples.append(time.perf_counter() - t0)
     return Timing(samples)
+
+
+def interleaved(fns, *, device="cpu", repeats=15, rounds=3, flush=True):
+    """Time each of {name: fn} in `rounds` interleaved rounds (a machine that slows down part way
+    affects all of them alike); return {name: Timing} over all rounds' repetitions."""
+    device = torch.device(device)
+    flush = CacheFlusher(device) if flush is True else flush
+    samples = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name] += measure(fn, device=device, warmup=2, repeats=max(1, repeats // rounds),
+                                     flush=flush).samples
+    return {name: Timing(s) for name, s in samples.items()}
 
 
 def steady_heap():

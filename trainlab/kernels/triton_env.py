@@ -52,8 +52,13 @@ def source(kernel):
     return inspect.getsource(getattr(kernel, "fn", kernel))
 
 
-def compute_type(dtype):
+def accumulate_dtype(dtype):
     """Accumulate in float32, or float64 for float64 inputs (gradcheck)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def compute_type(dtype):
+    """accumulate_dtype as a Triton type, for a kernel's COMPUTE argument."""
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 

@@ -16,7 +16,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup lab test test-gpu bench notebooks data clean
+.PHONY: help setup lab test test-full test-rest test-gpu bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -36,11 +36,17 @@ $(READY):
 lab: setup  ## open JupyterLab on the first notebook (127.0.0.1, token auth)
 	cd notebooks && "$(VPY)" -m jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) 00_start_here.ipynb
 
-test: setup  ## run the whole CPU suite (unit tests and every notebook)
-	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests
+test: setup  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
+
+test-full: setup  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix full $(PYTEST_ARGS)
+
+test-rest: setup  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(PYTEST_ARGS)
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
-	$(PYTHON) trainlab/gpu_suite.py
+	$(PYTHON) tests/gpu_suite.py
 
 bench: setup  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
 	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))

@@ -21,7 +21,7 @@ from trainlab import labs
 from trainlab.device import resolve_device
 from trainlab.doctor.probe import Probe, StopTraining
 
-SLOW_LABS = [n for n in labs.names() if labs.metadata(n)["symptom"] == "slow"]
+SLOW_LABS = [n for n in labs.names("debugging") if labs.get(n).symptom == "slow"]
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "tests", "scripts", "reference_loop.py")
 
 

@@ -16,8 +16,8 @@ from trainlab.data import DataConfig, load_images
 from trainlab.device import resolve_device, resolve_precision
 from trainlab.loop import TrainConfig, train
 from trainlab.models import ModelConfig
-from trainlab.profiling import shares, time_split
-from trainlab.textbook import train_textbook
+from benchmarks.profiling import shares, time_split
+from benchmarks.textbook import train_textbook
 
 
 def measure(loops, device, steps, rounds=3, profiled_steps=20):

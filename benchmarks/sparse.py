@@ -16,24 +16,24 @@ from pathlib import Path
 
 from benchmarks.common import machine, table, write_result
 from trainlab.device import resolve_device
-from trainlab.sparse import experiments as ex
+from trainlab.sparse import runs
 from trainlab.sparse import sweep
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")  # the sweep runs on CPU (gloo) everywhere
+    parser.add_argument("--device", default="auto")  # the sweep results on CPU (gloo) everywhere
     parser.add_argument("--size", type=int, default=1 << 24)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="trainlab-bench-sparse-"))
     sweeps, rows = {}, []
     for n in (2, 3, 4):
-        sweeps[n] = ex.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=args.repeats)
-        for row in ex.crossover_table(sweeps[n]):
-            rows.append({**row, "measured crossover": ex.pct(row["measured"]), "model crossover": ex.pct(row["model"]),
+        sweeps[n] = runs.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=args.repeats)
+        for row in runs.crossover_table(sweeps[n]):
+            rows.append({**row, "measured crossover": runs.pct(row["measured"]), "model crossover": runs.pct(row["model"]),
                          "model / measured": f"{row['ratio']:.2f}" if row["ratio"] else "-"})
     at = {r["algorithm"]: r["seconds"] for r in sweeps[4]["rows"] if r["density"] == 1e-3}
-    best = min(ex.SPARSE, key=lambda a: at[a])
+    best = min(runs.SPARSE, key=lambda a: at[a])
     speedup = at["dense"] / at[best]
     agreement = max(abs(r["measured_bytes"] / r["model_bytes"] - 1) for s in sweeps.values() for r in s["rows"]
                     if r["model_bytes"] and r["density"] <= 0.03)
@@ -53,10 +53,10 @@ def main(argv=None):
 
 
 def _training(work):
-    runs = ex.run_workload(2, work)
-    dense = runs["dense"]["losses"]
+    results = runs.run_workload(2, work)
+    dense = results["dense"]["losses"]
     summary = {}
-    for mode, run in runs.items():
+    for mode, run in results.items():
         sync = sorted(run["sync_s"])
         summary[mode] = {"final loss": round(sum(run["losses"][-20:]) / 20, 4),
                          "max loss diff vs dense": f"{max(abs(a - b) for a, b in zip(run['losses'], dense)):.1e}",

@@ -1,14 +1,98 @@
-"""Shared test setup: headless plots, the device under test, small data."""
+"""Shared test setup: headless plots, the device under test, small data, the full matrices and
+each area's time budget.
+
+Areas are the folders under tests/ (core, exercises, start, debugging, fsdp, sparse,
+kernels, ...): the same names as the package's modules and the notebooks. `budget.toml`
+holds each area's share of `make test`; the run prints every area's time at the end, and
+under CI=true an area over its share by more than 50% fails the run.
+
+Matrices (wrong-fix corpora, ...) run a covering sample in `make test` (`--matrix sample`),
+all of it in `make test-full` (`--matrix full`), and `--matrix rest` runs only what the
+sample left out (CI runs `make test`, then the rest). Tests or parameters marked `full`
+belong to the rest.
+"""
 
 import os
+import time
+import tomllib
+from collections import defaultdict
+from pathlib import Path
 
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
 
+TESTS = Path(__file__).resolve().parent
 # `make test` hides GPUs; `make test-gpu` sets TRAINLAB_TEST_DEVICE=cuda for tests marked `device`.
 DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
+OVER_BUDGET = 1.5  # under CI=true, an area may take at most this times its share
+SECONDS = defaultdict(float)  # area -> seconds of setup, call and teardown in this session
+STARTED = time.perf_counter()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--matrix", choices=("sample", "full", "rest"), default="sample",
+                     help="sample: a covering sample of the big matrices (make test); full: all of them "
+                          "(make test-full); rest: only what the sample leaves out")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "full: part of a full matrix that `make test` samples; runs in make test-full")
+    config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
+
+
+def pytest_collection_modifyitems(config, items):
+    mode = config.getoption("matrix")
+    if mode == "full":
+        return
+    keep, drop = [], []
+    for item in items:
+        in_rest = item.get_closest_marker("full") is not None
+        (keep if in_rest == (mode == "rest") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def area(nodeid):
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
+
+
+def pytest_runtest_logreport(report):
+    SECONDS[area(report.nodeid)] += report.duration  # setup (module fixtures), call and teardown all count
+
+
+def budget():
+    with open(TESTS / "budget.toml", "rb") as f:
+        return tomllib.load(f)["seconds"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    seconds, shares = SECONDS, budget()
+    if not seconds:
+        return
+    mode = config.getoption("matrix")
+    terminalreporter.section(f"time per area (--matrix {mode}; shares from tests/budget.toml)")
+    for name in sorted(seconds, key=seconds.get, reverse=True):
+        share = shares.get(name)
+        ratio = f"{seconds[name] / share:4.0%} of {share:4.0f} s" if share and mode == "sample" else ""
+        terminalreporter.write_line(f"{name:<12} {seconds[name]:7.1f} s  {ratio}")
+    terminalreporter.write_line(f"{'total':<12} {sum(seconds.values()):7.1f} s  "
+                                f"(wall {time.perf_counter() - STARTED:.0f} s)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if os.environ.get("CI") != "true" or config.getoption("matrix") != "sample" or not SECONDS:
+        return
+    shares = budget()
+    over = {a: s for a, s in SECONDS.items() if s > OVER_BUDGET * shares.get(a, 0)}
+    if over:
+        lines = ", ".join(f"{a} took {s:.0f} s of its {shares.get(a, 0):.0f} s share" for a, s in over.items())
+        print(f"\nFAILED: over the time budget by more than {OVER_BUDGET - 1:.0%}: {lines} (tests/budget.toml)")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -1,7 +1,11 @@
-"""The workbook's CIFAR models: an MLP, a small CNN that trains fast on a CPU, and a
-ResNet-style net for GPUs. All take (B, 3, 32, 32) float images and return (B, 10) logits,
-work in channels_last, and offer BatchNorm or GroupNorm: GroupNorm has no per-rank batch
-statistics, so the distributed modules (02, 03) can demand exact parity with one process.
+"""The workbook's CIFAR models: an MLP, a small CNN that trains fast on a CPU, a
+ResNet-style net for GPUs and a small vision transformer (module 02's FSDP model, module 04's
+profiled step). All take (B, 3, 32, 32) float images and return (B, 10) logits. The conv nets
+work in channels_last and offer BatchNorm or GroupNorm: GroupNorm has no per-rank batch
+statistics, so the distributed modules can demand exact parity with one process; the ViT
+uses LayerNorm.
+
+    model = build_model(ModelConfig(name="vit", width=64, depth=6))
 
 Used by notebook 00 (the baseline run), the labs and every module after it.
 """
@@ -11,15 +15,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-MODELS = ("mlp", "cnn", "resnet")
+MODELS = ("mlp", "cnn", "resnet", "vit")
 NORMS = ("batch", "group", "none")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str = "cnn"  # "mlp", "cnn" or "resnet"
-    width: int = 32  # channels of the first stage (hidden units / 8 for the MLP)
-    norm: str = "batch"  # "batch", "group" (distributed parity) or "none"
+    name: str = "cnn"  # "mlp", "cnn", "resnet" or "vit"
+    width: int = 32  # channels of the first stage (hidden units / 8 for the MLP; the ViT's token width)
+    norm: str = "batch"  # "batch", "group" (distributed parity) or "none"; the ViT always uses LayerNorm
+    depth: int = 6  # the ViT's transformer blocks
     num_classes: int = 10
 
 
@@ -158,6 +163,8 @@ def build_model(cfg=ModelConfig()):
         return MLP(cfg.width, cfg.num_classes)
     if cfg.name == "cnn":
         return SmallCNN(cfg.width, cfg.norm, cfg.num_classes)
+    if cfg.name == "vit":
+        return ViT(dim=cfg.width, depth=cfg.depth, num_classes=cfg.num_classes)
     return ResNet(cfg.width, cfg.norm, cfg.num_classes)
 
 

@@ -2,7 +2,7 @@
 
 `solutions/*.ipynb` are the source of truth. For each one this writes
 `notebooks/<same name>.ipynb` where
-- a `%%lab NAME` cell holds the lab's broken script (from `labs/NAME.py`; in the
+- a `%%lab NAME` cell holds the lab's shipped script (from `labs/NAME.py`; in the
   solution notebook the same cell holds the fixed script, also regenerated here);
 - lines between `# BEGIN SOLUTION` and `# END SOLUTION` become a `# YOUR CODE HERE` prompt;
 - markdown cells tagged `solution` become an answer prompt;
@@ -15,14 +15,12 @@ or output-carrying notebooks and exits 1 (the test suite runs the same check).
 import argparse
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 
-from trainlab import labs
+from trainlab import labs, paths
 
-REPO = Path(__file__).resolve().parent.parent
-SOLUTIONS, NOTEBOOKS = REPO / "solutions", REPO / "notebooks"
+REPO, SOLUTIONS, NOTEBOOKS = paths.REPO, paths.SOLUTIONS, paths.NOTEBOOKS
 LAB_CELL = re.compile(r"^%%lab\s+(\S+)")
 GENERATED_TAG = "generated-notice"
 

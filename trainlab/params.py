@@ -17,10 +17,11 @@ from pathlib import Path
 
 import torch
 
-from trainlab import cifar, data
+from trainlab import data, paths
+from trainlab.data import cifar
 from trainlab.device import resolve_device
 
-PIN_FILE = Path(__file__).resolve().parent.parent / "requirements.txt"
+PIN_FILE = paths.PIN_FILE
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One runner for child processes: checks, the doctor and every multi-rank module use it.
 
     result = run_python(source="print('hi')", timeout=20)      # a file or source text
-    result = run_distributed("labs/fsdp_train.py", nproc=2)    # torchrun, current interpreter
+    result = run_distributed("labs/fsdp/train.py", nproc=2)    # torchrun, current interpreter
 
 Why children: learner code that crashes, hangs or corrupts state cannot take the notebook
 kernel down, and multi-rank code cannot run inside a kernel at all (mp.spawn needs
@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from trainlab import paths
+
 
 
 class ChildError(RuntimeError):
@@ -58,7 +59,7 @@ class Result:
 def child_env(extra=None):
     """The parent's environment plus the repository on PYTHONPATH (children import trainlab)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.REPO), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"  # stream lines as they are printed
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1))))
     env.update({k: str(v) for k, v in (extra or {}).items()})

@@ -1,8 +1,22 @@
-"""FSDP lab: one training script for one process, DDP, FSDP2 (fully_shard) and FSDP1.
-
-symptom: wrong-results-or-hang
-category: distributed
-cause: fsdp-mistakes
+#| symptom: wrong-results-or-hang
+#| report: on 2 ranks the run stops in a collective until the timeout; the loss curve does not
+#|     match the single-process run
+#| cause root-only-wrap (distributed): only the root is wrapped: one FSDP unit, so every block's
+#|     full weights are gathered at once (in forward and again in backward) and communication
+#|     cannot overlap with the other blocks' compute. Shard each block, then the root.
+#| cause same-data-every-rank (distributed): every rank reads the same batches: N ranks do the
+#|     work of one. Each rank must take its own share of every global batch (DeviceLoader(rank=,
+#|     world_size=), or a DistributedSampler).
+#| cause optimizer-before-sharding (distributed): the optimizer is built over the parameters
+#|     that fully_shard then replaces with sharded DTensors: it steps tensors the model no
+#|     longer uses. Build it after sharding.
+#| cause partial-collective (distributed): a barrier inside `if ctx.is_main`: only rank 0 enters
+#|     the collective, the others never do, and rank 0 waits until the process-group timeout.
+#|     Every rank must call every collective in the same order.
+#| cause rank0-checkpoint (distributed): only rank 0 saves model.state_dict(): under FSDP that
+#|     holds rank 0's shards alone, so nothing can resume from it. Every rank writes its shards
+#|     with torch.distributed.checkpoint.
+"""One training script for one process, DDP, FSDP2 (fully_shard) and FSDP1.
 
     python labs/fsdp/train.py --mode single
     torchrun --standalone --nproc-per-node 2 labs/fsdp/train.py --mode fsdp2 --report run.json
@@ -10,14 +24,13 @@ cause: fsdp-mistakes
                  --ckpt-dir ckpt --ckpt-every 5 --resume
 
 A small vision transformer (LayerNorm: no per-rank BatchNorm statistics, so every world
-size computes the same thing; transformer blocks are the FSDP units), AdamW in fp32. --batch is the global batch of one
-optimizer step: each of N ranks takes batch / N / accum samples per micro-step, so runs on
-1, 2 or 4 ranks train on exactly the same samples. Rank 0 writes a JSON report (losses,
-per-rank state bytes, live bytes, collectives and bytes per step) and, with --final, the
-full trained state dict.
+size computes the same thing; transformer blocks are the FSDP units), AdamW in fp32. --batch
+is the global batch of one optimizer step: each of N ranks takes batch / N / accum samples
+per micro-step, so runs on 1, 2 or 4 ranks train on exactly the same samples. Rank 0 writes
+a JSON report (losses, per-rank state bytes, live bytes, collectives and bytes per step)
+and, with --final, the full trained state dict.
 
-As shipped it has five mistakes people make when moving a script to FSDP. Notebook 02
-hands them to you one at a time; trainlab.checks runs your fix on 2 ranks.
+Notebook 02 hands it to you as an exercise cell; its check runs your version on 2 ranks.
 """
 
 import argparse
@@ -33,10 +46,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from trainlab import atomic, models
 from trainlab.data import DataConfig, DeviceLoader, load_images
-from trainlab.dist import accounting, checkpoint
-from trainlab.dist.setup import all_sum, init, seed_everything, shutdown
-from trainlab.models import ViT
+from trainlab.distributed import accounting, checkpoint
+from trainlab.distributed.setup import all_sum, init, seed_everything, shutdown
 
 
 def parse(argv=None):
@@ -78,7 +91,7 @@ def parse(argv=None):
 
 def build_model(args, ctx):
     seed_everything(0)  # the same initial weights on every rank
-    return ViT(dim=args.width, depth=args.depth).to(ctx.device)
+    return models.build_model(models.ModelConfig(name="vit", width=args.width, depth=args.depth)).to(ctx.device)
 
 
 def shard(model, args, ctx):
@@ -96,9 +109,9 @@ def shard(model, args, ctx):
         bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         kw = dict(mesh=ctx.mesh, reshard_after_forward=not args.no_reshard,
                   mp_policy=bf16 if args.precision == "bf16" else MixedPrecisionPolicy())
-        #+ if args.wrap == "block":  # one unit per block: only one block's full weights exist at a time
-        #+     for block in blocks:
-        #+         fully_shard(block, **kw)
+        #+[root-only-wrap] if args.wrap == "block":  # one unit per block: only one block's full weights exist at a time
+        #+[root-only-wrap]     for block in blocks:
+        #+[root-only-wrap]         fully_shard(block, **kw)
         fully_shard(model, **kw)  # the root: the parameters no block owns (the head)
         return model
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -144,15 +157,15 @@ def run(args, ctx):
     micro = args.batch // ctx.world_size // args.accum
     if micro < 1 or args.batch % (ctx.world_size * args.accum):
         raise ValueError(f"--batch {args.batch} must be a multiple of world size {ctx.world_size} x --accum {args.accum}")
-    train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=micro, **stats)  # BUG
-    #+ train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=micro, rank=ctx.rank,
-    #+                             world_size=ctx.world_size, **stats)  # each rank its own share of every global batch
+    train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=micro, **stats)  # BUG[same-data-every-rank]
+    #+[same-data-every-rank] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=micro, rank=ctx.rank,
+    #+[same-data-every-rank]                             world_size=ctx.world_size, **stats)  # each rank its own share of every global batch
 
     model = build_model(args, ctx)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # BUG
-    model = shard(model, args, ctx)  # BUG
-    #+ model = shard(model, args, ctx)
-    #+ optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding: over the shards FSDP made
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # BUG[optimizer-before-sharding]
+    model = shard(model, args, ctx)  # BUG[optimizer-before-sharding]
+    #+[optimizer-before-sharding] model = shard(model, args, ctx)
+    #+[optimizer-before-sharding] optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding: over the shards FSDP made
 
     if args.ckpt_dir:
         args.ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -190,22 +203,25 @@ def run(args, ctx):
                                 state=accounting.state_bytes(model, optimizer))
             step += 1
             losses.append(all_sum(loss.item(), ctx) / ctx.world_size)  # every rank joins the all-reduce
-            if ctx.is_main and step % args.log_every == 0:  # BUG
-                print(f"step {step:4d} loss {losses[-1]:.4f}", flush=True)  # BUG
-                dist.barrier() if ctx.backend else None  # BUG: make sure the line is out before the others go on
-            #+ if step % args.log_every == 0:
-            #+     ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")
+            if ctx.is_main and step % args.log_every == 0:  # BUG[partial-collective]
+                print(f"step {step:4d} loss {losses[-1]:.4f}", flush=True)  # BUG[partial-collective]
+                dist.barrier() if ctx.backend else None  # BUG[partial-collective]: make sure the line is out before the others go on
+            #+[partial-collective] if step % args.log_every == 0:
+            #+[partial-collective]     ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")
             if args.ckpt_dir and args.ckpt_every and step % args.ckpt_every == 0:
-                if ctx.is_main:  # BUG
-                    torch.save(model.state_dict(), args.ckpt_dir / f"step-{step:06d}.pt")  # BUG: rank 0's shards only
-                #+ checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)  # every rank writes its own shards
+                if ctx.is_main:  # BUG[rank0-checkpoint]
+                    torch.save(model.state_dict(), args.ckpt_dir / f"step-{step:06d}.pt")  # BUG[rank0-checkpoint]: rank 0's shards only
+                #+[rank0-checkpoint] checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)  # every rank writes its own shards
     return finish(args, ctx, model, optimizer, losses, measured, resumed_from)
 
 
 def finish(args, ctx, model, optimizer, losses, measured, resumed_from):
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
-    full, full_optim = get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    # cpu_offload moves the gathered state off the GPU (and gives it to rank 0 alone); on the CPU there is
+    # nothing to move, and torch 2.11's FSDP1 crashed doing it there
+    offload = ctx.device.type != "cpu"
+    full, full_optim = get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=offload))
     ranks = [measured]
     if ctx.backend:
         ranks = [None] * ctx.world_size
@@ -215,11 +231,10 @@ def finish(args, ctx, model, optimizer, losses, measured, resumed_from):
               "params": sum(p.numel() for p in full.values() if p.is_floating_point())}
     if ctx.is_main:
         if args.final:
-            tmp = args.final.with_suffix(".tmp")
-            torch.save({"model": full, "optim": full_optim}, tmp)
-            os.replace(tmp, args.final)
+            with atomic.replacing(args.final) as tmp:
+                torch.save({"model": full, "optim": full_optim}, tmp)
         if args.report:
-            args.report.write_text(json.dumps(report, default=str, indent=1))
+            atomic.write_text(args.report, json.dumps(report, default=str, indent=1))
     return report
 
 

@@ -1,13 +1,14 @@
-"""RMS normalisation in Triton, with a stride mistake.
+#| symptom: wrong-results
+#| report: its demo matches torch.nn.functional.rms_norm, but inside a model the outputs are
+#|     wrong
+#| cause assumed-contiguous-rows (kernel): the kernel finds row r at x_ptr + r * C, which holds
+#|     only for contiguous rows; a slice of a wider tensor has x.stride(0) > C. Offset each row
+#|     by row * stride_x.
+"""RMS normalisation in Triton: y = x / sqrt(mean(x^2) + eps) * weight, one program per row.
 
-symptom: wrong-results
-category: kernel
-cause: assumed-contiguous-rows
-
-y = x / sqrt(mean(x^2) + eps) * weight, one program per row (LLaMA-style RMSNorm). Its demo
-on a fresh tensor matches torch.nn.functional.rms_norm. Notebook 04 hands it to you; its
-check runs your version through the validation harness, which also feeds it a slice of a
-wider tensor - as `h[:, :dim]` or a transposed activation would be in a model.
+LLaMA-style RMSNorm. Notebook 04 hands it to you; its check runs your version through the
+validation harness (trainlab.kernels.validate) on many shapes and layouts against a float64
+reference.
 
     python labs/kernels/rmsnorm_stride.py
 """
@@ -22,8 +23,8 @@ def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, C, stride_x, eps, BLOCK: constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < C
-    x = tl.load(x_ptr + row * C + cols, mask=mask, other=0.0)  # BUG: rows start every C elements only if x is contiguous
-    #+ x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)  # rows start every stride_x elements
+    x = tl.load(x_ptr + row * C + cols, mask=mask, other=0.0)  # BUG[assumed-contiguous-rows]: rows start every C elements only if x is contiguous
+    #+[assumed-contiguous-rows] x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)  # rows start every stride_x elements
     rms = tl.sqrt(tl.sum(x * x, axis=0) / C + eps)
     w = tl.load(w_ptr + cols, mask=mask)
     tl.store(y_ptr + row * C + cols, x / rms * w, mask=mask)  # y is new and contiguous: its stride is C

@@ -1,14 +1,15 @@
-"""Naive sparse all-reduce: gather every rank's (index, value) pairs and add them up.
+#| symptom: wrong-results-or-crash
+#| report: its two-rank demo is right; on real gradients some ranks fail inside all_gather and
+#|     the sums that do come back are too small
+#| cause uneven-counts (distributed): all_gather needs the same size from every rank, but ranks
+#|     hold different numbers of non-zeros: exchange the counts, pad to the largest, gather,
+#|     then trim each rank's part.
+#| cause repeats-overwritten (distributed): out[idx] = val keeps one value per repeated index
+#|     (the last write) instead of their sum; index_add_ sums repeats.
+"""Sum sparse gradients over ranks: gather every rank's (index, value) pairs and add them up.
 
-symptom: wrong-results-or-crash
-category: distributed
-cause: sparse-allreduce-mistakes
-
-A first attempt at summing sparse gradients over ranks, the way it is often written. It
-works in the demo below only by luck: every rank happens to hold the same number of
-non-zeros, and no index appears on two ranks. Notebook 03 hands it to you; its check runs
-your version on 3 ranks against the dense all-reduce, with uneven non-zeros per rank, an
-empty rank and indices that several ranks share.
+Notebook 03 hands it to you; its check runs your version on 3 ranks against the dense
+all-reduce, on gradients shaped like an embedding table's.
 
     torchrun --standalone --nproc-per-node 2 labs/sparse/allreduce.py
 """
@@ -22,20 +23,20 @@ def sparse_allreduce(grad, group=None):
     grad = grad.coalesce()
     idx, val = grad.indices()[0], grad.values()
     size = dist.get_world_size(group)
-    #+ counts = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
-    #+ dist.all_gather(counts, torch.tensor([len(idx)]), group=group)  # ranks hold different numbers of pairs
-    #+ longest = int(max(counts))
-    #+ idx = torch.cat([idx, idx.new_zeros(longest - len(idx))])  # all_gather needs equal sizes: pad
-    #+ val = torch.cat([val, val.new_zeros(longest - len(val))])
+    #+[uneven-counts] counts = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
+    #+[uneven-counts] dist.all_gather(counts, torch.tensor([len(idx)]), group=group)  # ranks hold different numbers of pairs
+    #+[uneven-counts] longest = int(max(counts))
+    #+[uneven-counts] idx = torch.cat([idx, idx.new_zeros(longest - len(idx))])  # all_gather needs equal sizes: pad
+    #+[uneven-counts] val = torch.cat([val, val.new_zeros(longest - len(val))])
     all_idx = [torch.empty_like(idx) for _ in range(size)]
     all_val = [torch.empty_like(val) for _ in range(size)]
     dist.all_gather(all_idx, idx, group=group)
     dist.all_gather(all_val, val, group=group)
-    #+ all_idx = [i[:int(n)] for i, n in zip(all_idx, counts)]  # drop the padding again
-    #+ all_val = [v[:int(n)] for v, n in zip(all_val, counts)]
+    #+[uneven-counts] all_idx = [i[:int(n)] for i, n in zip(all_idx, counts)]  # drop the padding again
+    #+[uneven-counts] all_val = [v[:int(n)] for v, n in zip(all_val, counts)]
     out = torch.zeros(grad.shape, dtype=val.dtype)
-    out[torch.cat(all_idx)] = torch.cat(all_val)  # BUG: an index held by two ranks keeps one value, not the sum
-    #+ out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))  # indices on several ranks are summed
+    out[torch.cat(all_idx)] = torch.cat(all_val)  # BUG[repeats-overwritten]: an index held by two ranks keeps one value, not the sum
+    #+[repeats-overwritten] out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))  # indices on several ranks are summed
     return out
 
 

@@ -1,4 +1,11 @@
-"""Exercise checks (see core.py); `%load_ext trainlab.checks` registers the %%lab magic."""
+"""Exercise checks: `%load_ext trainlab.checks` registers the `%%lab NAME` cell magic.
+
+- `core.py`: outcomes, verdicts and the Exercise base (check / hint / solution);
+- `lab.py`: single-process training labs judged on behaviour, cause by cause;
+- `corpus.py`: the format of each exercise's wrong fixes and correct alternatives;
+- `exercises.py`: every exercise by name (declared in `trainlab/<module>/exercises.py`);
+- `magic.py`: the `%%lab` cell magic.
+"""
 
 from trainlab.checks.core import Verdict, assert_failed, assert_passed  # noqa: F401
 from trainlab.checks.exercises import configure, get  # noqa: F401

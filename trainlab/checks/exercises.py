@@ -1,35 +1,28 @@
-"""The workbook's exercises, by name: the lab a `%%lab NAME` cell holds and how it is judged.
+"""Every exercise of the workbook, by name: one exercise file per notebook, gathered here.
 
-Each module adds its own here (module 01's labs, 02's FSDP mistakes, ...).
+    trainlab.checks.get("debugging/nc_two_bugs")    # or get("nc_two_bugs") where unambiguous
+
+Each module declares its exercises once, in `trainlab/<module>/exercises.py` (notebook 00:
+start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels).
 """
 
-from trainlab.checks.core import LabExercise
-from trainlab.checks.debugging import DEBUGGING
-from trainlab.checks.fsdp import FsdpLabExercise
-from trainlab.checks.kernels import KERNELS
-from trainlab.checks.sparse import SparseLabExercise
+from trainlab import labs
+from trainlab.debugging import exercises as debugging
+from trainlab.fsdp import exercises as fsdp
+from trainlab.kernels import exercises as kernels
+from trainlab.sparse import exercises as sparse
+from trainlab.start import exercises as start
 
-EXERCISES = {
-    "warmup": LabExercise(
-        "warmup",
-        hints=(
-            "Training has four steps: forward, loss, backward, update. Which one never happens?",
-            "loss.backward() fills every parameter's .grad, but something must use those gradients.",
-            "Add optimizer.step() right after loss.backward().",
-        ),
-        max_steps=120,
-    ),
-    **{exercise.name: exercise for exercise in DEBUGGING},
-    "fsdp/train": FsdpLabExercise(),
-    "sparse/allreduce": SparseLabExercise(),
-    **{exercise.name: exercise for exercise in KERNELS},
-}
+MODULES = (start, debugging, fsdp, sparse, kernels)  # in notebook order
+EXERCISES = {exercise.name: exercise for module in MODULES for exercise in module.EXERCISES}
 
 
 def get(name):
-    if name not in EXERCISES:
-        raise KeyError(f"no exercise named {name!r}; known exercises: {', '.join(sorted(EXERCISES))}")
-    return EXERCISES[name]
+    """The exercise for a lab name (the module folder may be left out when unambiguous)."""
+    try:
+        return EXERCISES[labs.resolve(name)]
+    except KeyError:
+        raise KeyError(f"no exercise named {name!r}; known exercises: {', '.join(sorted(EXERCISES))}") from None
 
 
 def configure(device="cpu"):

@@ -1,8 +1,8 @@
 """The `%%lab NAME` cell magic: a lab's code as an editable cell, checked when run.
 
     %load_ext trainlab.checks
-    %%lab warmup
-    <the lab's script, generated from labs/warmup.py; edit it to fix the bug>
+    %%lab start/warmup
+    <the lab's script, generated from labs/start/warmup.py; edit it to fix the bug>
 
 Running the cell saves its text and hands it to the exercise's check, which runs it in a
 child process and renders the verdict. The notebook kernel never executes the learner's
@@ -19,7 +19,7 @@ def lab(line, cell):
     if not name:
         raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.EXERCISES)))
     exercise = exercises.get(name)
-    LAST_SOURCE[name] = cell
+    LAST_SOURCE[exercise.name] = cell
     exercise.check(cell)  # renders the verdict; returns nothing so it is not shown twice
 
 

@@ -1,6 +1,6 @@
 """The doctor: the debugging checklist made executable, for any plain PyTorch script.
 
-    python -m trainlab.doctor labs/nc_two_bugs.py --json report.json     # from a shell
+    python -m trainlab.doctor labs/debugging/nc_two_bugs.py --json report.json     # from a shell
     report = trainlab.doctor.diagnose("train.py")                        # from a notebook
 
 It runs the script unmodified for a bounded number of steps, instruments it from outside

@@ -15,7 +15,7 @@ import torch
 
 from trainlab.doctor import experiments, rules
 from trainlab.doctor.probe import Probe, StopTraining
-from trainlab.doctor.report import Report, rank
+from trainlab.doctor.report import Finding, Report, rank
 
 
 def run_script(script, args=(), max_steps=200, time_limit_s=60.0):
@@ -51,21 +51,21 @@ def _crash(exc, script):
 
 def quick_experiments(probe, measurements):
     """The checklist's experiments that apply to what was captured (each under a second)."""
-    found = {}
-    if probe.features and probe.targets:
-        n = min(len(probe.features), len(probe.targets))
-        found["labels"] = experiments.label_association(probe.features[:n], probe.targets[:n])
-    model, state = probe.root, probe.init_state
-    usable = model is not None and state is not None and probe.batches and len(probe.targets) >= len(probe.batches)
+    found, captured = {}, probe.captured
+    if captured.features and captured.targets:
+        n = min(len(captured.features), len(captured.targets))
+        found["labels"] = experiments.label_association(captured.features[:n], captured.targets[:n])
+    model, state, batches = captured.root, captured.init_state, captured.batches
+    usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
         return found
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
-    targets = probe.targets[:len(probe.batches)]
+    targets = captured.targets[:len(batches)]
     try:
         if "no-convergence" in rules.symptoms(measurements, found):
-            found["overfit"] = experiments.overfit_one_batch(model, state, probe.batches[0], targets[0])
+            found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
         if not measurements["finite"]:
-            lrs, losses = experiments.lr_range_test(model, state, probe.batches, targets, kind)
+            lrs, losses = experiments.lr_range_test(model, state, batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
             found["suggested_lr"] = experiments.suggest_lr(lrs, losses)
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
@@ -87,8 +87,6 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0):
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}
     m["lr_range"] = x.get("lr_range")
     if crash:
-        from trainlab.doctor.report import Finding
-
         found.append(Finding("critical", "run", "crash", f"the script raised {crash['error']}",
                              {"where": crash["where"]}, "fix the error first; the traceback is in the report"))
     m["losses"] = [v if math.isfinite(v) else str(v) for v in m["losses"]]  # JSON has no NaN

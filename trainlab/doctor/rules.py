@@ -12,6 +12,10 @@ import math
 from trainlab.doctor.report import Finding
 
 NAN = "nan"
+# Thresholds shared by the symptoms and the rules that explain them.
+DATA_WAIT_SHARE = 0.3  # of a step spent waiting for the next batch: "slow", data-loader-starves
+HOST_READS_PER_STEP = 16  # host reads (device syncs) per step: "slow", host-syncs-in-loop
+GRAPH_GROWTH_BYTES = 1e6  # autograd graph memory kept alive, growth per step: "memory", graph-kept-alive
 
 
 def symptoms(m, x):
@@ -20,9 +24,9 @@ def symptoms(m, x):
         found.append(NAN)
     elif _not_learning(m):
         found.append("no-convergence")
-    if m["data_wait_share"] > 0.3 or m["host_reads_per_step"] > 16:
+    if m["data_wait_share"] > DATA_WAIT_SHARE or m["host_reads_per_step"] > HOST_READS_PER_STEP:
         found.append("slow")
-    if m["saved_growth_per_step"] > 1e6:
+    if m["saved_growth_per_step"] > GRAPH_GROWTH_BYTES:
         found.append("memory")
     return found
 
@@ -193,7 +197,7 @@ def fp16_master_weights(m, x):
 # ---------------------------------------------------------------- device
 def data_loader_starves(m, x):
     share = m["data_wait_share"]
-    if share > 0.3:
+    if share > DATA_WAIT_SHARE:
         return Finding("critical" if share > 0.5 else "warning", "device", "data-loader-starves",
                        f"{share:.0%} of each step is spent waiting for the next batch",
                        {"data_wait_share": share, "step_ms": 1e3 * m["step_s"]},
@@ -203,7 +207,7 @@ def data_loader_starves(m, x):
 
 def host_syncs(m, x):
     reads = m["host_reads_per_step"]
-    if reads > 16:
+    if reads > HOST_READS_PER_STEP:
         return Finding("critical" if reads > 64 else "warning", "device", "host-syncs-in-loop",
                        f"{reads} host reads of tensor values per step (each a device sync on a GPU)",
                        {"host_reads_per_step": reads},
@@ -215,7 +219,7 @@ def host_syncs(m, x):
 
 def graph_kept_alive(m, x):
     growth = m["saved_growth_per_step"]
-    if growth > 1e6:
+    if growth > GRAPH_GROWTH_BYTES:
         return Finding("critical", "device", "graph-kept-alive",
                        f"autograd graph memory grows by {growth / 1e6:.1f} MB every step",
                        {"growth_bytes_per_step": growth, "held_bytes_last_step": m["saved_bytes_after_step"][-1]},

@@ -1,7 +1,7 @@
 """The CPU rung of the ladder: the kernels' C++ versions, built once with load_inline.
 
-Each kernel module keeps its C++ next to its Triton kernel (`CPP_SOURCE`, `CPP_FUNCTIONS`);
-this joins them into one extension, so there is one build (~20-30 s cold on 2 cores, needs
+Each kernel's C++ lives in `csrc/<kernel>.cpp` (shared helpers in `csrc/prelude.h`); this
+joins them into one extension, so there is one build (~20-30 s cold on 2 cores, needs
 ninja) and later imports load it from TORCH_EXTENSIONS_DIR. The name carries a hash of the
 source, so an edited kernel is rebuilt rather than loaded stale.
 """
@@ -9,56 +9,11 @@ source, so an edited kernel is rebuilt rather than loaded stale.
 import functools
 import hashlib
 import platform
+from pathlib import Path
 
 import torch
 
-PRELUDE = r"""
-#include <torch/extension.h>
-#include <ATen/Parallel.h>
-#include <cmath>
-#include <cstring>
-#include <vector>
 
-// float exp and erf the compiler can vectorise (libm's are scalar calls); double keeps libm,
-// so gradcheck in float64 sees the exact functions.
-static inline float vexp(float x) {  // 2^n * 2^f: polynomial for 2^f on [-0.5, 0.5], rel. error 2e-9
-  x = std::min(std::max(x, -87.3f), 88.7f);  // keeps NaN
-  const float t = x * 1.4426950408889634f;
-  const float n = (t + 12582912.f) - 12582912.f, f = t - n;  // round to nearest by adding 1.5 * 2^23:
-  // unlike std::floor, this stays in vector registers (3x faster here)
-  float p = 1.5353361883195e-4f;
-  p = p * f + 1.339887440266574e-3f;
-  p = p * f + 9.61843735767464e-3f;
-  p = p * f + 5.550332471162809e-2f;
-  p = p * f + 2.402264791363012e-1f;
-  p = p * f + 6.931472028550421e-1f;
-  p = p * f + 1.f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return p * scale;
-}
-static inline double vexp(double x) { return std::exp(x); }
-
-static inline float verf(float x) {  // Eigen's rational approximation on [-4, 4], abs. error 7e-8
-  x = std::min(std::max(x, -4.f), 4.f);
-  const float x2 = x * x;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 - 2.10102402082508e-06f;
-  p = p * x2 - 5.69250639462346e-05f;
-  p = p * x2 - 7.34990630326855e-04f;
-  p = p * x2 - 2.95459980854025e-03f;
-  p = p * x2 - 1.60960333262415e-02f;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 - 2.13374055278905e-04f;
-  q = q * x2 - 1.68282697438203e-03f;
-  q = q * x2 - 7.37332916720468e-03f;
-  q = q * x2 - 1.42647390514189e-02f;
-  return x * p / q;
-}
-static inline double verf(double x) { return std::erf(x); }
-"""
 def _flags():
     """-fopenmp: at::parallel_for is an OpenMP pragma in a header, serial without it (Apple's
     clang has no OpenMP: one thread there). -fno-math-errno lets sqrt vectorise. On x86,
@@ -75,11 +30,14 @@ def _flags():
 CFLAGS = _flags()
 
 
-def _sources():
-    from trainlab.kernels import adamw, chain, cross_entropy
+CSRC = Path(__file__).resolve().parent / "csrc"
+# Each kernel's C++ file and the functions it exports to Python.
+FUNCTIONS = {'chain': ['chain_forward', 'chain_backward'], 'cross_entropy': ['cross_entropy_forward', 'cross_entropy_backward'], 'adamw': ['adamw_step']}
 
-    modules = (chain, cross_entropy, adamw)
-    return PRELUDE + "".join(m.CPP_SOURCE for m in modules), [f for m in modules for f in m.CPP_FUNCTIONS]
+
+def _sources():
+    source = (CSRC / "prelude.h").read_text() + "".join((CSRC / f"{name}.cpp").read_text() for name in FUNCTIONS)
+    return source, [f for functions in FUNCTIONS.values() for f in functions]
 
 
 def require_float32_or_64(*tensors):
@@ -94,7 +52,8 @@ def extension(verbose=False):
     from torch.utils.cpp_extension import load_inline
 
     source, functions = _sources()
-    digest = hashlib.sha256((source + " ".join(CFLAGS)).encode()).hexdigest()[:10]
+    # torch's version too: an extension built against another torch fails to load (its ABI differs)
+    digest = hashlib.sha256((source + " ".join(CFLAGS) + torch.__version__).encode()).hexdigest()[:10]
     try:
         return load_inline(f"trainlab_kernels_{digest}", cpp_sources=source, functions=functions,
                            extra_cflags=CFLAGS, extra_ldflags=[f for f in CFLAGS if f == "-fopenmp"], verbose=verbose)

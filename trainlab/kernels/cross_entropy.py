@@ -12,6 +12,7 @@ In the Triton-tutorial shape: the kernels, the wrappers, the reference.
 import torch
 import torch.nn.functional as F
 
+from trainlab.kernels.cpp import extension, require_float32_or_64
 from trainlab.kernels.triton_env import accumulate_dtype, check_device, compute_type, constexpr, jit, tl, triton
 
 
@@ -29,13 +30,14 @@ def _forward_kernel(x_ptr,  # logits (rows, C), any strides
                     loss_ptr, lse_ptr,  # outputs (rows,): the loss and the log-sum-exp backward reuses
                     C, stride_m, stride_c,
                     BLOCK: constexpr,  # columns per step of the walk along a row
+                    BLOCKS: constexpr,  # steps: cdiv(C, BLOCK), a constexpr (trainlab.compat: Triton 3.6's interpreter)
                     COMPUTE: constexpr):  # float32 (float64 for gradcheck)
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     running_max = tl.full([], float("-inf"), COMPUTE)
     running_sum = tl.zeros([], COMPUTE)
-    for start in range(0, C, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
+    for block in range(BLOCKS):
+        cols = block * BLOCK + tl.arange(0, BLOCK)
         x = tl.load(base + cols * stride_c, mask=cols < C, other=float("-inf")).to(COMPUTE)
         new_max = tl.maximum(running_max, tl.max(x, axis=0))
         # rescale what was summed against the old maximum, then add this block
@@ -52,15 +54,15 @@ def _forward_kernel(x_ptr,  # logits (rows, C), any strides
 def _backward_kernel(x_ptr, y_ptr, lse_ptr,  # logits, targets and the forward's log-sum-exp
                      g_ptr,  # incoming gradient per row (rows,)
                      dx_ptr,  # output (rows, C), contiguous: (softmax - one_hot) * g
-                     C, stride_m, stride_c, BLOCK: constexpr, COMPUTE: constexpr):
+                     C, stride_m, stride_c, BLOCK: constexpr, BLOCKS: constexpr, COMPUTE: constexpr):
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     out = dx_ptr + row.to(tl.int64) * C
     lse = tl.load(lse_ptr + row)
     g = tl.load(g_ptr + row).to(COMPUTE)
     target = tl.load(y_ptr + row)
-    for start in range(0, C, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
+    for block in range(BLOCKS):
+        cols = block * BLOCK + tl.arange(0, BLOCK)
         mask = cols < C
         x = tl.load(base + cols * stride_c, mask=mask, other=0.0).to(COMPUTE)
         d = tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)
@@ -85,7 +87,7 @@ def triton_forward(logits, target):
     acc = accumulate_dtype(logits.dtype)
     loss, lse = torch.empty(M, dtype=acc, device=logits.device), torch.empty(M, dtype=acc, device=logits.device)
     _forward_kernel[(M,)](logits, target, loss, lse, C, logits.stride(0), logits.stride(1),
-                          BLOCK=_block(C), COMPUTE=compute_type(logits.dtype))
+                          BLOCK=_block(C), BLOCKS=triton.cdiv(C, _block(C)), COMPUTE=compute_type(logits.dtype))
     return loss, lse
 
 
@@ -93,80 +95,19 @@ def triton_backward(grad, logits, target, lse):
     M, C = logits.shape
     dx = torch.empty((M, C), dtype=logits.dtype, device=logits.device)
     _backward_kernel[(M,)](logits, target, lse, grad.contiguous(), dx, C, logits.stride(0), logits.stride(1),
-                           BLOCK=_block(C), COMPUTE=compute_type(logits.dtype))
+                           BLOCK=_block(C), BLOCKS=triton.cdiv(C, _block(C)), COMPUTE=compute_type(logits.dtype))
     return dx
 
 
-CPP_SOURCE = r"""
-// Outside the dispatch macro: GCC misplaces a _Pragma written inside a macro's argument.
-template <typename T> static T log_sum_exp(const T* row, int64_t C) {
-  T m = -INFINITY, s = 0;  // as in PyTorch, a NaN or +inf logit makes the row's sum NaN
-#pragma omp simd reduction(max : m)
-  for (int64_t c = 0; c < C; ++c) m = m > row[c] ? m : row[c];  // 9x faster here than std::max
-#pragma omp simd reduction(+ : s)
-  for (int64_t c = 0; c < C; ++c) s += vexp(row[c] - m);
-  return m + std::log(s);
-}
-
-template <typename T>
-static void softmax_times(const T* __restrict__ row, T lse, T g, T* __restrict__ out, int64_t C) {
-  for (int64_t c = 0; c < C; ++c) out[c] = vexp(row[c] - lse) * g;
-}
-
-std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor x, torch::Tensor y) {
-  TORCH_CHECK(x.dim() == 2 && y.dim() == 1 && y.size(0) == x.size(0),
-              "cross_entropy: logits (rows, C), targets (rows,)");
-  x = x.contiguous();
-  y = y.contiguous();
-  const int64_t M = x.size(0), C = x.size(1);
-  auto loss = torch::empty({M}, x.options()), lse = torch::empty({M}, x.options());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cross_entropy_forward", [&] {
-    const scalar_t* xp = x.data_ptr<scalar_t>();
-    const int64_t* yp = y.data_ptr<int64_t>();
-    scalar_t *lp = loss.data_ptr<scalar_t>(), *sp = lse.data_ptr<scalar_t>();
-    at::parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const scalar_t* row = xp + r * C;
-        TORCH_CHECK(yp[r] >= 0 && yp[r] < C, "cross_entropy: target ", yp[r], " outside [0, ", C, ")");
-        sp[r] = log_sum_exp(row, C);
-        lp[r] = sp[r] - row[yp[r]];
-      }
-    });
-  });
-  return {loss, lse};
-}
-
-torch::Tensor cross_entropy_backward(torch::Tensor g, torch::Tensor x, torch::Tensor y, torch::Tensor lse) {
-  x = x.contiguous();
-  g = g.contiguous();
-  const int64_t M = x.size(0), C = x.size(1);
-  auto dx = torch::empty_like(x);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cross_entropy_backward", [&] {
-    const scalar_t *xp = x.data_ptr<scalar_t>(), *sp = lse.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
-    const int64_t* yp = y.data_ptr<int64_t>();
-    scalar_t* dp = dx.data_ptr<scalar_t>();
-    at::parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        softmax_times(xp + r * C, sp[r], gp[r], dp + r * C, C);
-        dp[r * C + yp[r]] -= gp[r];
-      }
-    });
-  });
-  return dx;
-}
-"""
-CPP_FUNCTIONS = ["cross_entropy_forward", "cross_entropy_backward"]
 
 
 def cpp_forward(logits, target):
-    from trainlab.kernels.cpp import extension, require_float32_or_64
 
     require_float32_or_64(logits)
     return tuple(extension().cross_entropy_forward(logits, target))
 
 
 def cpp_backward(grad, logits, target, lse):
-    from trainlab.kernels.cpp import extension
 
     return extension().cross_entropy_backward(grad.to(logits.dtype), logits, target, lse.to(logits.dtype))
 

@@ -191,7 +191,7 @@ def eager_op_count(fn, *args):
 def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     """The ViT's training step (module 02's model) with each optimizer / loss combination, timed in
     interleaved rounds: what a kernel buys end to end, not in isolation."""
-    from trainlab.models import ViT
+    from trainlab.models import ModelConfig, build_model
 
     device = torch.device(device)
     if device.type == "cpu":
@@ -209,7 +209,7 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     steps = {}
     for name, (make_opt, loss_fn) in variants.items():
         torch.manual_seed(0)
-        model = ViT(dim=dim, depth=depth).to(device)
+        model = build_model(ModelConfig(name="vit", width=dim, depth=depth)).to(device)
         opt = make_opt(model.parameters())
 
         def step(model=model, opt=opt, loss_fn=loss_fn):

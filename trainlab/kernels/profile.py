@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from trainlab.models import ModelConfig, ViT, build_model
+from trainlab.models import ModelConfig, build_model
 
 CATEGORIES = [  # first match wins
     ("optimizer", r"_foreach_|_fused_adam|lerp|addcdiv|addcmul"),  # and anything under optimizer.step()
@@ -51,7 +51,7 @@ class StepProfile:
 
 def _model(name, device):
     if name == "vit":
-        return ViT(dim=128, depth=4).to(device)
+        return build_model(ModelConfig(name="vit", width=128, depth=4)).to(device)
     return build_model(ModelConfig(name=name)).to(device)
 
 

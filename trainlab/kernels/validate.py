@@ -24,6 +24,8 @@ from typing import Callable, Sequence
 import numpy
 import torch
 
+from trainlab.compat import GradcheckError
+
 # torch.testing.assert_close's defaults per dtype: (rtol, atol)
 TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
               torch.float64: (1e-7, 1e-7)}
@@ -224,6 +226,6 @@ def _gradcheck(spec, shape, device):
     try:
         # fast mode checks random projections of the Jacobian: one backward instead of one per input
         torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, fast_mode=True)
-    except torch.autograd.gradcheck.GradcheckError as exc:
+    except GradcheckError as exc:
         return math.inf, "gradients differ from finite differences: " + str(exc).splitlines()[0]
     return 0.0, ""

@@ -16,8 +16,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-from trainlab.dist.accounting import CollectiveCounter
-from trainlab.dist.setup import init, shutdown
+from trainlab.distributed.accounting import CollectiveCounter
+from trainlab.distributed.setup import init, shutdown
 from trainlab.sparse import EXACT, cost, densify, recursive_doubling, sweep
 
 

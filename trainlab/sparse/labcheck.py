@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from trainlab import atomic
-from trainlab.dist.setup import init, shutdown
+from trainlab.distributed.setup import init, shutdown
 
 CASES = ("uneven", "shared_indices", "empty_rank", "identical")
 

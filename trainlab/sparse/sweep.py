@@ -17,8 +17,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from trainlab.dist.accounting import CollectiveCounter
-from trainlab.dist.setup import init, shutdown
+from trainlab.distributed.accounting import CollectiveCounter
+from trainlab.distributed.setup import init, shutdown
 from trainlab.sparse import EXACT, cost
 from trainlab.sparse.common import all_gather_tensor, from_rows
 

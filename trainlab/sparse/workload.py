@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainlab.dist.setup import init, shutdown
+from trainlab.distributed.setup import init, shutdown
 from trainlab.sparse import EXACT, densify
 from trainlab.sparse.topk import TopK
 

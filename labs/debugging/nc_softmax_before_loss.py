@@ -1,0 +1,51 @@
+#| symptom: no-convergence
+#| report: the loss barely moves and test accuracy stays far below what this model reaches
+#|     elsewhere
+#| cause softmax-before-cross-entropy (loss): the model ends in a Softmax and
+#|     nn.CrossEntropyLoss applies log-softmax again: the loss treats probabilities in [0, 1] as
+#|     logits, and its gradients almost vanish.
+"""Train a small CNN with BatchNorm on the workbook's images; the model outputs class probabilities."""
+
+import os
+
+import torch
+from torch import nn
+
+from trainlab.data import DataConfig, DeviceLoader, load_images
+
+device = torch.device(os.environ.get("TRAINLAB_DEVICE", "cpu"))
+torch.manual_seed(0)
+
+images = load_images(DataConfig())
+stats = dict(mean=images.mean, std=images.std, device=device)
+train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, **stats)
+test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
+
+
+def make_model():
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.AdaptiveMaxPool2d(1),
+        nn.Flatten(), nn.Linear(64, 10),
+    ).to(device)
+
+model = nn.Sequential(make_model(), nn.Softmax(dim=1))  # BUG[softmax-before-cross-entropy]: CrossEntropyLoss wants logits
+#+[softmax-before-cross-entropy] model = make_model()  # raw logits; CrossEntropyLoss applies log-softmax itself
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss()
+
+for epoch in range(2):
+    train_loader.set_epoch(epoch)
+    for step, (x, y) in enumerate(train_loader):
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
+
+model.eval()
+with torch.no_grad():
+    correct = sum((model(x).argmax(1) == y).sum().item() for x, y in test_loader)
+print(f"test accuracy {correct / len(images.test_y):.1%}")

@@ -1,0 +1,51 @@
+#| symptom: slow
+#| report: each step takes several times longer than the model's forward, backward and step
+#|     together
+#| cause data-loader-starves (device): per-sample PIL transforms in a DataLoader with no worker
+#|     processes feed a model that trains much faster than they run: most of each step is spent
+#|     waiting for the next batch.
+"""Train a small linear model on the workbook's images, with the tutorial's augmentation."""
+
+import os
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from trainlab.data import DataConfig, DeviceLoader, ImageDataset, load_images, standard_transform
+
+device = torch.device(os.environ.get("TRAINLAB_DEVICE", "cpu"))
+torch.manual_seed(0)
+
+images = load_images(DataConfig())
+stats = dict(mean=images.mean, std=images.std, device=device)
+test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
+
+
+def make_model():  # a linear classifier
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 10)).to(device)
+
+
+train_set = ImageDataset(images.train_x, images.train_y, standard_transform(images.mean, images.std))
+train_loader = DataLoader(train_set, batch_size=256, shuffle=True)  # BUG[data-loader-starves]: one sample at a time, in Python
+#+[data-loader-starves] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, **stats)  # batched, on the device
+
+model = make_model()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss()
+
+for epoch in range(2):
+    #+[data-loader-starves] train_loader.set_epoch(epoch)
+    for step, (x, y) in enumerate(train_loader):
+        x, y = x.to(device), y.to(device)
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 20 == 0:
+            print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
+
+model.eval()
+with torch.no_grad():
+    correct = sum((model(x).argmax(1) == y).sum().item() for x, y in test_loader)
+print(f"test accuracy {correct / len(images.test_y):.1%}")

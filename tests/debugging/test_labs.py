@@ -1,0 +1,76 @@
+"""Module 01's labs, both ways: each broken lab shows its symptom through a mechanism
+(accuracy at chance, a non-finite loss, time waiting for data, host reads per step, graph
+memory growing per step), its solution passes its check, the shipped script fails it, and the
+corpus of wrong fixes is rejected (correct alternatives accepted). Every variant of every lab
+runs in one child process (one torch import), the solutions once each."""
+
+import math
+
+import pytest
+
+from tests import matrix
+from trainlab import labs
+from trainlab.checks.lab import judge_together
+from trainlab.debugging.exercises import EXERCISES
+
+NAMES = [e.name for e in EXERCISES]
+
+
+@pytest.fixture(scope="module")
+def judged(request):
+    """{lab: {variant: (Verdict, report)}} for the shipped script, the solution and the corpus sample."""
+    mode = request.config.getoption("matrix")
+    requests = []
+    for exercise in EXERCISES:
+        if mode != "rest":
+            requests += [(exercise, "shipped", exercise.shipped()),
+                         (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
+        requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in matrix.selected(exercise, mode)]
+    return judge_together(requests, timeout=900)
+
+
+def run_of(judged, name, variant):
+    verdict, report = judged[name][variant]
+    assert report["status"] == "ok", f"{name}/{variant}: {report.get('error')}\n{report.get('traceback', '')}"
+    return report
+
+
+def test_the_labs_cover_every_symptom_and_category():
+    assert len(NAMES) >= 10
+    assert {labs.get(n).symptom for n in NAMES} == {"no-convergence", "nan", "slow", "memory"}
+    assert {"data", "model", "loss", "optimizer", "device", "precision"} <= {c for n in NAMES for c in labs.get(n).categories}
+    assert sum(len(labs.fixes(n)) > 1 for n in NAMES) >= 2  # labs with two interacting bugs
+    assert all(e.corpus for e in EXERCISES), "every exercise keeps wrong fixes"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_lab_shows_its_symptom(judged, name):
+    broken, solution = run_of(judged, name, "shipped"), run_of(judged, name, "fixed")
+    symptom = labs.get(name).symptom
+    if symptom == "no-convergence":
+        # Far below the solution: at most half of the gap from chance (0.10) is closed.
+        assert broken["accuracy"] < 0.1 + 0.5 * (solution["accuracy"] - 0.1), "still learns"
+        assert solution["accuracy"] > broken["accuracy"] + 0.1
+    elif symptom == "nan":
+        first = next(i for i, x in enumerate(broken["losses"]) if not math.isfinite(x))
+        assert first < 20, f"first non-finite loss only at step {first + 1}"
+    elif symptom == "slow":
+        slow = broken["data_wait_share"] > 0.5 or broken["host_reads_per_step"] >= 256
+        assert slow and solution["data_wait_share"] < 0.3 and solution["host_reads_per_step"] <= 8
+    else:  # memory: graph bytes kept alive grow every step
+        assert broken["saved_growth_per_step"] > 10e6 and solution["saved_growth_per_step"] < 1e5
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_passes_and_the_shipped_script_would_not(judged, name):
+    exercise = next(e for e in EXERCISES if e.name == name)
+    assert judged[name]["fixed"][0].passed, judged[name]["fixed"][0]
+    assert judged[name]["shipped"][0].kind == "not attempted"
+    with pytest.raises(Exception) as failed:  # judged as if it were an attempt: it fails
+        exercise.judge_reports(run_of(judged, name, "shipped"), run_of(judged, name, "fixed"))
+    assert getattr(failed.value, "kind", None) in ("incorrect", "error"), failed.value
+
+
+@matrix.parametrize(*NAMES)
+def test_corpus(judged, exercise, entry):
+    matrix.assert_expected(entry, judged[exercise.name][entry.name][0])

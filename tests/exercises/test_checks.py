@@ -1,0 +1,103 @@
+"""trainlab.checks: each outcome (pass/incorrect/error/timeout/not attempted), both ways.
+
+All variants of the warm-up lab run in one child (one torch import, one data load), then
+each is judged against the solution measured in that same run.
+"""
+
+import pytest
+
+from trainlab import checks, labs
+from trainlab.checks.core import Incorrect, LearnerError, TimedOut, Verdict
+from trainlab.checks.lab import LabExercise, Learns
+
+LAB = "start/warmup"
+BROKEN = labs.source(LAB)
+FIXED = labs.source(LAB, fixed=True)
+LEARNER_ERROR = BROKEN.replace("loss.backward()\n", "loss.backward()\n        optimizer.stepp()\n")
+NAN_FIX = FIXED.replace("loss = loss_fn(model(x), y)", "loss = loss_fn(model(x), y) * float('nan')")
+
+
+@pytest.fixture(scope="module")
+def warmup():
+    return checks.get(LAB)
+
+
+@pytest.fixture(scope="module")
+def reports(warmup):
+    return warmup.measure({"solution": FIXED, "error": LEARNER_ERROR, "nan": NAN_FIX})
+
+
+def test_solution_passes(warmup, reports):
+    message = warmup.judge_reports(reports["solution"], reports["solution"])
+    assert "test accuracy" in message and reports["solution"]["accuracy"] > 0.15
+
+
+def test_learner_exception_comes_back_with_their_traceback(warmup, reports):
+    with pytest.raises(LearnerError, match="AttributeError") as info:
+        warmup.judge_reports(reports["error"], reports["solution"])
+    assert "<error cell>" in info.value.details and "trainlab/measure.py" not in info.value.details
+
+
+def test_nan_never_passes(warmup, reports):
+    with pytest.raises(Incorrect, match="non-finite"):
+        warmup.judge_reports(reports["nan"], reports["solution"])
+
+
+def test_unchanged_cell_is_not_attempted(warmup):
+    assert warmup.verdict(BROKEN + "\n\n").kind == "not attempted"
+
+
+def test_hanging_learner_code_times_out_and_is_named(reports):
+    quick = LabExercise(LAB, mechanisms={"missing-optimizer-step": Learns()}, max_steps=5, timeout=6)
+    hang = FIXED.replace("for epoch in range(2):", "while True:\n    pass\nfor epoch in range(2):")
+    report = quick.measure({"learner": hang})["learner"]
+    assert report["status"] == "timeout" and "timed out" in report["error"]
+    with pytest.raises(TimedOut, match="within 6 s"):
+        quick.judge_reports(report, reports["solution"])
+
+
+def test_too_few_steps_is_incorrect_with_the_count(warmup, reports):
+    short = dict(reports["solution"], steps=3)
+    with pytest.raises(Incorrect, match="only 3 optimizer steps"):
+        warmup.judge_reports(short, reports["solution"])
+
+
+def test_accuracy_threshold_is_relative_to_the_solution(warmup, reports):
+    ref = reports["solution"]
+    chance_level = dict(reports["solution"], accuracy=0.11)
+    with pytest.raises(Incorrect, match="is needed"):
+        warmup.judge_reports(chance_level, ref)
+    halfway = dict(reports["solution"], accuracy=0.1 + 0.55 * (ref["accuracy"] - 0.1))
+    assert warmup.judge_reports(halfway, ref)
+
+
+def test_verdicts_render_as_text_and_html():
+    verdict = Verdict(LAB, "incorrect", "accuracy 10%", details="line 1")
+    assert str(verdict).startswith("[start/warmup] Incorrect: accuracy 10%")
+    assert "#cf222e" in verdict._repr_html_() and "line 1" in verdict._repr_html_()
+
+
+def test_hints_climb_a_ladder_and_the_solution_is_the_labs_diff(warmup, capsys):
+    warmup._next_hint = 0
+    warmup.hint()
+    warmup.hint()
+    out = capsys.readouterr().out
+    assert "hint 1/3" in out and "hint 2/3" in out
+    warmup.solution()
+    assert "+        optimizer.step()" in capsys.readouterr().out
+
+
+def test_exercises_are_found_by_full_or_short_name():
+    assert checks.get("warmup") is checks.get(LAB)
+    with pytest.raises(KeyError, match="no exercise named 'nope'"):
+        checks.get("nope")
+
+
+def test_cell_magic_checks_the_cell_text(capsys):
+    from trainlab.checks import magic
+
+    magic.lab("warmup", BROKEN)
+    assert magic.LAST_SOURCE[LAB] == BROKEN
+    assert "Not attempted" in capsys.readouterr().out
+    with pytest.raises(KeyError, match="no exercise named 'nope'"):
+        magic.lab("nope", "")

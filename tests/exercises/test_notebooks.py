@@ -1,0 +1,65 @@
+"""The notebook pipeline: generated learner notebooks are fresh and output-free, learner
+notebooks hide the solutions and name their source, bad parameters stop the first cell.
+Each module runs its own notebooks (tests/<module>/test_notebook.py)."""
+
+import nbformat
+import papermill
+import pytest
+
+from tests.notebook_run import differing_cells, run_solution
+from trainlab import notebooks
+from trainlab.paths import NOTEBOOKS, SOLUTIONS
+
+NAMES = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
+
+
+def test_committed_notebooks_are_generated_from_the_solutions():
+    assert NAMES, "no solution notebooks found"
+    stale = notebooks.generate(write=False)
+    assert not stale, f"stale notebooks (run `make notebooks`): {stale}"
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
+
+
+def test_committed_notebooks_carry_no_outputs():
+    for path in [*SOLUTIONS.glob("*.ipynb"), *NOTEBOOKS.glob("*.ipynb")]:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{path.name} holds outputs"
+
+
+def test_every_module_tests_its_notebook():
+    from trainlab.paths import REPO
+
+    tested = {line.split('"')[1] for p in (REPO / "tests").glob("*/test_notebook.py")
+              for line in p.read_text().splitlines() if line.startswith("NOTEBOOK = ")}
+    assert len(tested) == len(list((REPO / "tests").glob("*/test_notebook.py")))
+    assert tested == set(NAMES)
+
+
+def test_learner_version_hides_solutions_and_names_its_source():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1\n# BEGIN SOLUTION\nsecret = 42\n# END SOLUTION\ncheck(x)"),
+        nbformat.v4.new_markdown_cell("The answer is 42.", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell("%%lab warmup\nold text"),
+    ])
+    learner = notebooks.learner_version(nb, SOLUTIONS / "99_demo.ipynb")
+    notice, code, answer, lab = learner.cells
+    assert "solutions/99_demo.ipynb" in notice.source
+    assert code.source == "x = 1\n# YOUR CODE HERE\ncheck(x)"
+    assert "42" not in answer.source
+    assert "optimizer.step()" not in lab.source and lab.source.startswith("%%lab warmup\n")
+    solution = notebooks.solution_version(nb)
+    assert "optimizer.step()" in solution.cells[2].source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_cells_a_learner_run_skips_match_the_solution(name):
+    cut = differing_cells(name)
+    assert "parameters" in cut.cells[0].metadata.get("tags", [])
+    assert all(c.source.startswith("%%lab") for c in cut.cells[2:]), "only lab cells differ"
+
+
+def test_invalid_parameters_fail_at_once_naming_the_parameter():
+    with pytest.raises(papermill.PapermillExecutionError, match="parameter device='tpu'"):
+        run_solution("00_start_here.ipynb", tag="bad-device-", device="tpu")

@@ -1,0 +1,7 @@
+"""Notebook 02 (FSDP) runs headless on the device under test (tests/notebook_run.py): the
+solution notebook whole, every check passing; the learner notebook, every check "not attempted"."""
+
+from tests.notebook_run import (test_learner_notebook_checks_report_not_attempted,  # noqa: F401  (collected here)
+                                test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
+
+NOTEBOOK = "02_fsdp.ipynb"

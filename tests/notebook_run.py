@@ -1,0 +1,141 @@
+"""Run the workbook's notebooks headless with papermill, as `make test` does.
+
+Each module's tests/<module>/test_notebook.py sets NOTEBOOK and imports the tests at the end
+of this file, so they are collected (and timed) in that module's area.
+
+Solution notebooks run whole. Learner notebooks differ from their solutions only in the cells
+the generator rewrites (the `%%lab` cells, solution blocks), so `make test` runs just those
+(plus the parameters cell and a setup cell standing in for the skipped ones); `make test-full`
+runs them whole. Every cell has a time limit well below nbclient's 600 s default, and a cell
+that runs out of time is named in the failure.
+"""
+
+import os
+
+import nbformat
+import papermill
+import pytest
+
+from trainlab.paths import BUILD, NOTEBOOKS, REPO, SOLUTIONS
+
+OUT = BUILD / "notebooks"
+CELL_TIMEOUT = 240  # seconds for one cell; the slowest cell under `make test` takes about a minute
+SETUP_CELL = """# added by the tests in place of the cells that match the solution notebook
+import trainlab
+%load_ext trainlab.checks
+trainlab.setup(device=device, smoke=smoke, show=False)"""
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+
+
+def run_solution(name, tag="", **parameters):
+    return _execute(SOLUTIONS / name, f"solution-{tag}{name}", parameters)
+
+
+def run_learner(name, whole=False, **parameters):
+    """The learner notebook: whole, or only the cells that differ from the solution notebook."""
+    path = NOTEBOOKS / name
+    if not whole:
+        path = OUT / f"learner-cells-{name}"
+        OUT.mkdir(parents=True, exist_ok=True)
+        nbformat.write(differing_cells(name), path)
+    return _execute(path, f"learner-{'whole-' if whole else ''}{name}", parameters)
+
+
+def differing_cells(name):
+    """The learner notebook cut to its parameters cell, a setup cell and the code cells whose
+    text differs from the solution notebook's cell of the same id."""
+    learner = nbformat.read(NOTEBOOKS / name, as_version=4)
+    solution = {c.get("id"): c.source for c in nbformat.read(SOLUTIONS / name, as_version=4).cells}
+    params = [c for c in learner.cells if "parameters" in c.metadata.get("tags", [])]
+    differ = [c for c in learner.cells if c.cell_type == "code" and c not in params
+              and solution.get(c.get("id")) != c.source]
+    learner.cells = [*params, nbformat.v4.new_code_cell(SETUP_CELL), *differ]
+    return learner
+
+
+def _execute(path, out_name, parameters):
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / out_name
+    params = {"device": os.environ.get("TRAINLAB_TEST_DEVICE", "cpu"), "smoke": True, **parameters}
+    if params["device"].startswith("cuda"):  # nccl: one rank per GPU, so no more ranks than GPUs
+        import torch
+
+        params.setdefault("world_size", min(2, torch.cuda.device_count()))
+    try:
+        papermill.execute_notebook(str(path), str(out), parameters=params, kernel_name="python3",
+                                   cwd=str(NOTEBOOKS), progress_bar=False, start_timeout=120,
+                                   execution_timeout=CELL_TIMEOUT)
+    except papermill.PapermillExecutionError:
+        raise
+    except Exception as exc:  # a cell timed out (nbclient) or the kernel died: name the cell
+        raise RuntimeError(f"{path.name}: {_running_cell(out)}: {type(exc).__name__}: {str(exc)[:500]}") from exc
+    return nbformat.read(out, as_version=4)
+
+
+def _running_cell(out):
+    """Which cell was executing when the run stopped (papermill marks it in the output)."""
+    try:
+        nb = nbformat.read(out, as_version=4)
+    except (OSError, ValueError):
+        return "before the first cell"
+    for index, cell in enumerate(nb.cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            first = cell.source.splitlines()[0] if cell.source else ""
+            return f"cell {index} (id {cell.get('id')}, {first!r})"
+    return "no cell running"
+
+
+def texts(nb, cell_id=None):
+    """All text the cells printed or displayed (plain and markdown), in order."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or (cell_id and cell.get("id") != cell_id):
+            continue
+        for out in cell.outputs:
+            if out.output_type == "stream":
+                found.append(out.text)
+            elif "data" in out:
+                found.append(out.data.get("text/markdown") or out.data.get("text/plain", ""))
+    return "\n".join(found)
+
+
+def lab_cell_texts(nb):
+    """{lab name: what its %%lab cell showed}."""
+    return {c.source.split()[1]: texts(nbformat.v4.new_notebook(cells=[c])) for c in nb.cells
+            if c.cell_type == "code" and c.source.startswith("%%lab")}
+
+
+def assert_solution_checks_pass(nb):
+    shown = lab_cell_texts(nb)
+    assert all("Correct:" in text for text in shown.values()), shown
+    text = texts(nb)
+    assert "Incorrect" not in text and "Not attempted" not in text
+
+
+def assert_learner_checks_not_attempted(nb, name):
+    """Every %%lab cell of the notebook ran and said "not attempted"."""
+    solution = nbformat.read(SOLUTIONS / name, as_version=4)
+    labs = [c.source.split()[1] for c in solution.cells if c.cell_type == "code" and c.source.startswith("%%lab")]
+    shown = lab_cell_texts(nb)
+    assert labs and sorted(shown) == sorted(labs), shown
+    for lab, text in shown.items():
+        assert "Not attempted yet" in text, (lab, text)
+
+
+# ---------------------------------------------------------------- the tests each module imports
+@pytest.mark.device
+def test_solution_notebook_runs_and_its_checks_pass(request):
+    assert_solution_checks_pass(run_solution(request.module.NOTEBOOK))
+
+
+@pytest.mark.device
+def test_learner_notebook_checks_report_not_attempted(request):
+    name = request.module.NOTEBOOK
+    assert_learner_checks_not_attempted(run_learner(name, seed=1), name)
+
+
+@pytest.mark.device
+@pytest.mark.full
+def test_whole_learner_notebook_runs(request):
+    name = request.module.NOTEBOOK
+    assert_learner_checks_not_attempted(run_learner(name, whole=True, seed=1), name)

@@ -1,0 +1,95 @@
+"""Each exercise's corpus: plausible wrong fixes its check must reject, correct alternatives
+it must accept. Declared beside the exercise (`trainlab/<module>/exercises.py`); the tests
+run every entry through the exercise's own check.
+
+    WrongFix("clip instead of zero_grad", Edit(fixes={"labels-misaligned"}, then=(clip_gradients(1.0),)),
+             reason="gradients")
+    CorrectAlternative("set_to_none=False", Edit(fixes="all", replace=[("zero_grad()", "zero_grad(set_to_none=False)")]))
+
+An `Edit` starts from the lab with some of its named fixes applied (none: the shipped
+script; "all": the solution; "all" with `unfixed`: the solution with those bugs put back),
+then replaces anchors - exact text that must occur exactly once in that version, so a lab
+that changes under the corpus fails loudly instead of silently testing something else - and
+finally applies generic edits (the usual suspects below, which work on any script).
+
+Order matters: `make test` runs a covering sample - the first wrong fix and the first correct
+alternative of every exercise - and `make test-full` runs them all.
+"""
+
+import re
+from dataclasses import dataclass
+
+from trainlab import labs
+
+
+class EditError(ValueError):
+    """A corpus edit that no longer applies to its lab."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    fixes: object = ()  # names of the lab's fixes to apply first, or "all"
+    unfixed: tuple = ()  # with fixes="all": these bugs stay in
+    replace: tuple = ()  # (anchor, new text) pairs; each anchor occurs exactly once
+    then: tuple = ()  # generic edits: functions text -> text
+
+    def apply(self, lab):
+        names = set(labs.fixes(lab)) if self.fixes == "all" else set(self.fixes)
+        text = labs.source(lab, fixed=names - set(self.unfixed))
+        for anchor, new in self.replace:
+            count = text.count(anchor)
+            if count != 1:
+                raise EditError(f"{lab}: anchor {anchor!r} occurs {count} times (must be once)")
+            text = text.replace(anchor, new)
+        for edit in self.then:
+            text = edit(text)
+        return text
+
+
+@dataclass(frozen=True)
+class WrongFix:
+    """An edit a learner might make that does not fix the bug: the check must not pass it."""
+
+    name: str
+    edit: Edit
+    verdict: str = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out")
+    reason: str = ""  # a fragment the verdict's message or details must contain
+
+
+@dataclass(frozen=True)
+class CorrectAlternative:
+    """A fix that differs from the lab's solution but is right: the check must pass it."""
+
+    name: str
+    edit: Edit
+
+
+# ---------------------------------------------------------------- the usual suspects
+# What a learner tries first when training misbehaves. Each raises EditError when the script
+# has nowhere to apply it, so a corpus entry never silently tests the unchanged script.
+
+def _sub_once(pattern, repl, text, what, flags=0):
+    new, count = re.subn(pattern, repl, text, count=1, flags=flags)
+    if not count:
+        raise EditError(f"{what}: nothing to change in this script")
+    return new
+
+
+def lower_lr(text, factor=10):
+    """The first learning rate divided by factor."""
+    return _sub_once(r"\blr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / factor:g}", text, "lower the LR")
+
+
+def clip_gradients(max_norm=1.0):
+    """Gradient clipping at max_norm just before the first optimizer.step()."""
+    def edit(text):
+        return _sub_once(r"^(\s*)optimizer\.step\(\)",
+                         rf"\1torch.nn.utils.clip_grad_norm_(model.parameters(), {max_norm})\n\1optimizer.step()",
+                         text, "clip gradients", flags=re.M)
+    edit.__name__ = f"clip_gradients({max_norm})"
+    return edit
+
+
+def train_longer(text, factor=10):
+    """Ten times as many epochs."""
+    return _sub_once(r"range\((\d+)\):", lambda m: f"range({int(m.group(1)) * factor}):", text, "train longer")

@@ -1,0 +1,131 @@
+"""Images for every notebook: real CIFAR-10 when it is on disk, else the synthetic set.
+
+    images = load_images(DataConfig())          # an ImageSet: uint8 splits, classes, mean/std
+    loader = DeviceLoader(images.train_x, images.train_y, 128, mean=images.mean, std=images.std)
+
+- `synthetic.py`: the deterministic CIFAR-shaped set (numpy's seeded generator);
+- `cifar.py`: real CIFAR-10 found on disk, verified file by file;
+- `loaders.py`: the two input paths (the fast `DeviceLoader`, the standard `Dataset` path).
+
+`python -m trainlab.data --download` fetches real CIFAR-10 (`make data`).
+"""
+
+import functools
+import io
+import os
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainlab import atomic, paths
+from trainlab.data import cifar, synthetic
+from trainlab.data.cifar import DataError
+from trainlab.data.loaders import DeviceLoader, ImageDataset, augmentation_params, crop_flip, standard_transform
+
+__all__ = ["DATASETS", "DataConfig", "DataError", "DeviceLoader", "ImageDataset", "ImageSet", "augmentation_params",
+           "crop_flip", "data_root", "load_images", "standard_transform"]
+DATASETS = ("auto", "cifar10", "synthetic")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str = "auto"  # "auto": CIFAR-10 if on disk, else synthetic; or "cifar10" / "synthetic"
+    root: str | None = None  # data folder; default $TRAINLAB_DATA or data/ in the repository
+    n_train: int = 20_000  # synthetic set only: training images
+    n_test: int = 4_000  # synthetic set only: test images
+    seed: int = 0  # synthetic set only: generator seed
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """Both splits as uint8 (N, 3, 32, 32) tensors on the CPU, with where they came from."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    classes: tuple
+    source: str  # "cifar10" or "synthetic"
+    mean: tuple  # per-channel mean of the train split, in [0, 1]
+    std: tuple  # per-channel std of the train split, in [0, 1]
+
+    def describe(self):
+        kind = "real CIFAR-10" if self.source == "cifar10" else "synthetic CIFAR-shaped set"
+        return f"{kind}: {len(self.train_y):,} train / {len(self.test_y):,} test images, {len(self.classes)} classes"
+
+
+def data_root(cfg):
+    return Path(cfg.root or os.environ.get("TRAINLAB_DATA") or paths.DATA)
+
+
+def load_images(cfg=DataConfig()):
+    """Load the data set cfg asks for. Explicit "cifar10" never falls back silently."""
+    if cfg.dataset not in DATASETS:
+        raise ValueError(f"dataset={cfg.dataset!r} is not known; use one of {DATASETS}")
+    root = data_root(cfg)
+    if cfg.dataset == "cifar10" or (cfg.dataset == "auto" and cifar.is_present(root)):
+        if not cifar.is_present(root):
+            raise DataError(
+                f"dataset='cifar10' was asked for but {root / cifar.FOLDER} does not exist; "
+                "run `make data` where there is internet, or use dataset='synthetic'"
+            )
+        return _cached_cifar(str(root))
+    return _cached_synthetic(str(root), cfg.n_train, cfg.n_test, cfg.seed)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_cifar(root):
+    train_x, train_y, test_x, test_y, classes = cifar.load(root)
+    return _image_set(train_x, train_y, test_x, test_y, classes, "cifar10")
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_synthetic(root, n_train, n_test, seed):
+    if n_train < 10 or n_test < 10:
+        raise ValueError(f"n_train={n_train}, n_test={n_test}: the synthetic set needs at least 10 of each")
+    path = Path(root) / synthetic.cache_name(n_train, n_test, seed)
+    arrays = _read_cache(path)
+    if arrays is None:
+        x, y = synthetic.generate(n_train + n_test, seed)
+        arrays = {"x": x, "y": y}
+        _write_atomically(path, arrays)
+    x, y = arrays["x"], arrays["y"]
+    return _image_set(x[:n_train], y[:n_train], x[n_train:], y[n_train:], synthetic.CLASSES, "synthetic")
+
+
+def _read_cache(path):
+    """The cached arrays, or None when the cache is missing or unreadable (it is rebuilt)."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {"x": f["x"], "y": f["y"]}
+        if arrays["x"].dtype == np.uint8 and arrays["x"].shape[1:] == (3, 32, 32):
+            return arrays
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        pass
+    warnings.warn(f"synthetic-data cache {path} is unreadable; regenerating it", stacklevel=3)
+    return None
+
+
+def _write_atomically(path, arrays):
+    """A crash never leaves a half-written cache (trainlab.atomic)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        atomic.write_bytes(path, buffer.getvalue())
+    except OSError as exc:  # read-only checkout: carry on uncached
+        warnings.warn(f"could not cache the synthetic set at {path}: {exc}", stacklevel=3)
+
+
+def _image_set(train_x, train_y, test_x, test_y, classes, source):
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+    scaled = train_x.reshape(len(train_x), 3, -1)
+    mean = tuple(float(m) / 255 for m in scaled.mean(axis=(0, 2), dtype=np.float64))
+    std = tuple(float(s) / 255 for s in scaled.std(axis=(0, 2), dtype=np.float64))
+    return ImageSet(t(train_x), t(train_y), t(test_x), t(test_y), tuple(classes), source, mean, std)

@@ -1,0 +1,70 @@
+"""Plots for module 01's checklist: per-layer gradients and activations, the LR range test
+and the time split of a step (the probe's parts). Static matplotlib figures, so they render
+live in JupyterLab and as images when a notebook runs headless."""
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def layer_stats(model, x, y):
+    """One forward/backward: per-layer weight-gradient norms and output activations."""
+    activations, handles = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.ReLU)):
+            handles.append(module.register_forward_hook(
+                lambda m, i, out, name=name: activations.__setitem__(name, out.detach().float().flatten().cpu())))
+    model.zero_grad(set_to_none=True)
+    F.cross_entropy(model(x), y).backward()
+    for h in handles:
+        h.remove()
+    grads = {n: float(p.grad.norm()) for n, p in model.named_parameters() if p.grad is not None and p.ndim > 1}
+    return grads, activations
+
+
+def plot_layer_stats(grads, activations, title=""):
+    fig, (ax_g, ax_a) = plt.subplots(1, 2, figsize=(11, 3.4))
+    names = list(grads)
+    ax_g.bar(range(len(names)), [max(grads[n], 1e-12) for n in names])
+    ax_g.set(title="gradient norm per weight tensor", yscale="log", xticks=range(len(names)))
+    ax_g.set_xticklabels(names, rotation=60, fontsize=7)
+    for name, values in activations.items():
+        ax_a.hist(values.numpy(), bins=60, histtype="step", label=name, density=True)
+    ax_a.set(title="activation histograms", yscale="log")
+    ax_a.legend(fontsize=6)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_lr_range(lrs, losses, suggested=None, title="LR range test"):
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(lrs, [v if math.isfinite(v) else np.nan for v in losses])
+    if suggested:
+        ax.axvline(suggested, color="tab:green", ls="--", label=f"suggested {suggested:.2g}")
+        ax.legend(fontsize=8)
+    ax.set(xscale="log", xlabel="learning rate", ylabel="loss", title=title)
+    fig.tight_layout()
+    return fig
+
+
+TIME_PARTS = {"compute": ("forward, backward, step", "tab:blue"), "data": ("waiting for data", "tab:orange"),
+              "sync": ("host reads (syncs)", "tab:red"), "other": ("Python between ops, idle", "tab:gray")}
+
+
+def plot_time_split(rows, title="where a step's time goes"):
+    """rows: {label: {"compute": s, "data": s, "sync": s, "other": s}} per step (the probe's
+    time_split); stacked bars in ms."""
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(rows)))
+    left = np.zeros(len(rows))
+    for part, (name, color) in TIME_PARTS.items():
+        values = np.array([1e3 * r.get(part, 0.0) for r in rows.values()])
+        ax.barh(list(rows), values, left=left, color=color, label=name)
+        left += values
+    ax.set(xlabel="ms per step", title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,249 @@
+"""Module 02's exercise: the FSDP lab's five causes, each judged from one 2-rank run of the
+learner's script, declared once here with its hints and corpus.
+
+    %%lab fsdp/train
+    <labs/fsdp/train.py as shipped; fix it>
+
+The learner's script runs under trainlab.distributed.suite on 2 ranks (gloo on CPU): a training
+run that checkpoints, then a second configuration that resumes from that checkpoint. The
+verdict is computed here from what the run wrote, one line per mistake:
+
+- optimizer-before-sharding: the parameters moved, and match one process trained on the
+  same global batches (within 1e-5) - an optimizer built over the parameters that
+  fully_shard replaced never updates the model;
+- root-only-wrap: more than one FSDP unit (all-gathers per step), so one block's full
+  weights exist at a time, not the whole model's;
+- same-data-every-rank: the ranks' batches differ and together are the single-process batch;
+- rank0-checkpoint: a sharded checkpoint every rank wrote, which a fresh run resumes from
+  and reproduces exactly;
+- partial-collective: the run finishes; a collective only rank 0 calls leaves it waiting,
+  and the process-group timeout turns that into an error naming the rank.
+"""
+
+import functools
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import torch
+
+from trainlab import labs, runner
+from trainlab.checks.core import Exercise, Verdict, same_text
+from trainlab.checks.corpus import Edit, WrongFix
+from trainlab.fsdp.runs import max_state_diff
+from trainlab.models import ModelConfig, build_model
+
+LAB = "fsdp/train"
+MISTAKES = {
+    "optimizer-before-sharding": "the optimizer steps the parameters FSDP trains",
+    "root-only-wrap": "one FSDP unit per block",
+    "same-data-every-rank": "each rank its own share of every global batch",
+    "rank0-checkpoint": "a sharded checkpoint from every rank, resumed exactly",
+    "partial-collective": "every rank joins every collective",
+}
+TIMEOUT_WORDS = ("timed out", "timeout", "connection closed", "connection reset", "connection refused")
+
+
+HINTS = (
+        "Run it as shipped: it hangs (and then fails) before anything else shows. Which collective does "
+        "only rank 0 call? Every rank must reach every collective, in the same order.",
+        "fully_shard replaces the model's parameters with sharded ones (DTensors). What does an optimizer "
+        "built before that hold?",
+        "Each rank must see its own share of every global batch: DeviceLoader(..., rank=, world_size=).",
+        "Only rank 0 saving model.state_dict() writes rank 0's shards. trainlab.distributed.checkpoint.save is "
+        "called by every rank (torch.distributed.checkpoint).",
+        "fully_shard each transformer block before the root, so one block's full weights exist at a time.",
+)
+
+
+def _solution_with(anchor, new):
+    """The solution with one anchor replaced: a wrong fix in place of one of the five."""
+    return Edit(fixes="all", replace=((anchor, new),))
+
+
+# One wrong fix per mistake, in the solution's place; then each mistake alone (the four others fixed).
+CORPUS = (
+    WrongFix("the root kept gathered instead", Edit(fixes="all", unfixed=("root-only-wrap",), replace=((
+        "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False"),)),  # still one unit
+        reason="first: root-only-wrap"),
+    WrongFix("a different shuffle per rank", Edit(fixes="all", replace=(  # not a partition of the global batch
+        ("batch_size=micro, rank=ctx.rank,\n", "batch_size=micro, seed=ctx.rank,\n"),
+        ("                                world_size=ctx.world_size, **stats)", "                                **stats)"))),
+        reason="first: same-data-every-rank"),
+    WrongFix("optimizer over a fresh model", _solution_with(  # after sharding, but not over the sharded model
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding",
+        "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after"),
+        verdict="error", reason="KeyError"),  # the state dict of an optimizer over foreign parameters fails
+    WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
+        '            if step % args.log_every == 0:\n                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
+        '            if ctx.is_main and step % args.log_every == 0:\n'
+        '                print(f"step {step:4d} loss {all_sum(loss.item(), ctx) / ctx.world_size:.4f}")'),
+        reason="first: partial-collective"),
+    WrongFix("every rank its own torch.save file", _solution_with(  # no sharded checkpoint to resume from
+        "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",
+        'torch.save(model.state_dict(), args.ckpt_dir / f"rank{ctx.rank}-step{step}.pt")'),
+        reason="first: rank0-checkpoint"),
+    # Each mistake alone: the check must blame it and pass the other four.
+    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), reason=f"1 of 5 still open; first: {m}")
+      for m in ("root-only-wrap", "same-data-every-rank", "rank0-checkpoint")),
+    # A hang leaves the other four unjudged; an optimizer over the replaced parameters crashes the
+    # state dict before anything is judged (so far reported as the learner's error, not attributed).
+    WrongFix("only partial-collective left", Edit(fixes="all", unfixed=("partial-collective",)),
+             reason="5 of 5 still open; first: partial-collective"),
+    WrongFix("only optimizer-before-sharding left", Edit(fixes="all", unfixed=("optimizer-before-sharding",)),
+             verdict="error", reason="KeyError"),
+)
+
+
+class FsdpLabExercise(Exercise):
+    def __init__(self, world_size=2, steps=4, timeout=150.0, pg_timeout=8.0):
+        super().__init__(LAB, HINTS, CORPUS)
+        self.world_size, self.steps, self.timeout, self.pg_timeout = world_size, steps, timeout, pg_timeout
+
+    @property
+    def judged_causes(self):
+        return tuple(MISTAKES)
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, source):
+        """Run the script on world_size ranks; return what it wrote (or how it failed)."""
+        with tempfile.TemporaryDirectory(prefix="trainlab-fsdp-check-") as tmp:
+            tmp = Path(tmp)
+            script = tmp / "train.py"
+            script.write_text(source)
+            run = ["--mode", "fsdp2", "--steps", str(self.steps), "--log-every", "2"]
+            spec = {"_pg_timeout": self.pg_timeout,
+                    "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
+                    "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
+            (tmp / "spec.json").write_text(json.dumps(spec))
+            result = runner.run_distributed(module="trainlab.distributed.suite", nproc=self.world_size,
+                                            args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
+                                            timeout=self.timeout, stream=False)
+            out = {"ok": result.ok, "error": result.error, "output": result.output[-4000:],
+                   "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists()}
+            for name in ("run", "resumed"):
+                if (tmp / "out" / f"{name}.json").exists():
+                    out[name] = json.loads((tmp / "out" / f"{name}.json").read_text())
+                    out[f"{name}_state"] = torch.load(tmp / "out" / f"{name}.pt", weights_only=True)
+        return out
+
+    def run_device(self):
+        """The notebook's device, unless it has fewer GPUs than the check's ranks (then CPU, gloo)."""
+        if self.device.startswith("cuda") and torch.cuda.device_count() < self.world_size:
+            return "cpu"
+        return self.device
+
+    @functools.cached_property
+    def reference(self):
+        """The solution on one process, same steps and global batch: final state and batch sum."""
+        with tempfile.TemporaryDirectory(prefix="trainlab-fsdp-ref-") as tmp:
+            tmp = Path(tmp)
+            script = labs.write(LAB, tmp / "train.py", fixed=True)
+            result = runner.run_python(script, args=["--mode", "single", "--steps", self.steps, "--report",
+                                                     tmp / "r.json", "--final", tmp / "r.pt", "--device", self.run_device()],
+                                       timeout=120, stream=False)
+            if not result.ok:
+                raise RuntimeError(f"the FSDP lab's own solution failed on one process: {result.error}")
+            report = json.loads((tmp / "r.json").read_text())
+            return {"state": torch.load(tmp / "r.pt", weights_only=True)["model"],
+                    "fingerprint": report["ranks"][0]["fingerprint"], "initial": _initial_state(report["args"])}
+
+    # ------------------------------------------------------------------ judging
+    def judge_mistakes(self, m):
+        """{mistake id: Verdict} from one measurement."""
+        if not m["ok"]:
+            return self._judge_failed_run(m)
+        ref, run = self.reference, m["run"]
+        verdicts = {}
+        fingerprints = [r["fingerprint"] for r in run["ranks"]]
+        if len(set(fingerprints)) < len(fingerprints):
+            verdicts["same-data-every-rank"] = self._no("same-data-every-rank", "every rank trained on the same samples "
+                                                        f"(batch sums per rank: {_fmt(fingerprints)})")
+        elif not math.isclose(sum(fingerprints), ref["fingerprint"], rel_tol=1e-9):
+            verdicts["same-data-every-rank"] = self._no(
+                "same-data-every-rank", f"the ranks' batches differ but together are not the global batch (sum "
+                f"{sum(fingerprints):.1f}, one process: {ref['fingerprint']:.1f}): shard one shuffle, don't reshuffle per rank")
+        else:
+            verdicts["same-data-every-rank"] = self._yes("same-data-every-rank", "disjoint shares that make up the global batch")
+
+        moved = max_state_diff(m["run_state"]["model"], ref["initial"])
+        drift = max_state_diff(m["run_state"]["model"], ref["state"])
+        if moved == 0:
+            verdicts["optimizer-before-sharding"] = self._no(
+                "optimizer-before-sharding", "the parameters never changed: the optimizer holds the parameters "
+                "fully_shard replaced, not the sharded ones the model trains")
+        elif verdicts["same-data-every-rank"].passed and drift > 1e-5:
+            verdicts["optimizer-before-sharding"] = self._no(
+                "optimizer-before-sharding", f"training differs from one process on the same batches by {drift:.1e} "
+                "(allowed 1e-5)")
+        else:
+            verdicts["optimizer-before-sharding"] = self._yes(
+                "optimizer-before-sharding", f"parameters moved by up to {moved:.1e} and match one process within {drift:.1e}")
+
+        gathers = run["ranks"][0]["comm"].get("all_gather", {}).get("calls", 0)
+        if gathers <= 2:
+            verdicts["root-only-wrap"] = self._no(
+                "root-only-wrap", f"{gathers} all-gathers per step: one FSDP unit, so the whole model is gathered at once "
+                "in forward and again in backward")
+        else:
+            verdicts["root-only-wrap"] = self._yes("root-only-wrap", f"{gathers} all-gathers per step (one per unit, "
+                                                   "forward and backward)")
+
+        resumed = m.get("resumed", {}).get("resumed_from", 0)
+        if not m["latest"] or resumed != self.steps:
+            verdicts["rank0-checkpoint"] = self._no(
+                "rank0-checkpoint", "a fresh run found no complete sharded checkpoint to resume from (resumed from "
+                f"step {resumed}); every rank must take part in saving its shards")
+        elif max_state_diff(m["resumed_state"]["model"], m["run_state"]["model"]) != 0:
+            verdicts["rank0-checkpoint"] = self._no("rank0-checkpoint", "the resumed model differs from the saved one")
+        else:
+            verdicts["rank0-checkpoint"] = self._yes("rank0-checkpoint", f"resumed from step {resumed}, identical")
+        verdicts["partial-collective"] = self._yes("partial-collective", "the run finished on every rank")
+        return verdicts
+
+    def _judge_failed_run(self, m):
+        error = m["error"] or "the run failed"
+        hung = m["timed_out"] or any(word in error.lower() for word in TIMEOUT_WORDS)  # the first failing rank's error
+        verdicts = {}
+        for mistake in MISTAKES:
+            if hung:
+                kind = "incorrect" if mistake == "partial-collective" else "not attempted"
+                message = ("a rank waited in a collective the others never called: " + error
+                           if mistake == "partial-collective" else "not judged: the run did not finish")
+            else:
+                kind, message = "error", error
+            verdicts[mistake] = Verdict(f"{LAB}: {mistake}", kind, message, m["output"][-1500:] if kind == "error" else "")
+        return verdicts
+
+    def _yes(self, mistake, message):
+        return Verdict(f"{LAB}: {mistake}", "pass", message)
+
+    def _no(self, mistake, message):
+        return Verdict(f"{LAB}: {mistake}", "incorrect", message)
+
+    def verdict(self, source):
+        """One verdict for the cell: a pass when all five are fixed; else the first open one,
+        with every mistake's line in the details."""
+        if same_text(source, self.shipped()):
+            return Verdict(LAB, "not attempted", "the cell still holds the shipped script; fix it and run the cell")
+        verdicts = self.judge_mistakes(self.measure(source))
+        table = "\n".join(f"{'ok ' if v.passed else 'NO '} {k:27s} {v.message}" for k, v in verdicts.items())
+        failing = sorted((v for v in verdicts.values() if not v.passed), key=lambda v: v.kind == "not attempted")
+        if not failing:
+            return Verdict(LAB, "pass", "all five FSDP mistakes fixed", table)
+        first = failing[0]
+        return Verdict(LAB, first.kind, f"{len(failing)} of 5 still open; first: {first.exercise.split(': ')[1]}: "
+                       f"{first.message}", table)
+
+
+def _initial_state(args):
+    torch.manual_seed(0)  # the lab's seed_everything(0) before building the model
+    return build_model(ModelConfig(name="vit", width=args["width"], depth=args["depth"])).state_dict()
+
+
+def _fmt(values):
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
+EXERCISES = [FsdpLabExercise()]

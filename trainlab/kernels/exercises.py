@@ -1,0 +1,84 @@
+"""Module 04's exercises: a learner's kernel or benchmark, judged in a child process
+(`trainlab.kernels.labcheck`), each declared once here with its hints and corpus.
+
+    %%lab kernels/softmax_mask      %%lab kernels/rmsnorm_stride      %%lab kernels/fake_speedup
+"""
+
+from trainlab import labs, runner
+from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
+from trainlab.checks.corpus import Edit, WrongFix
+
+
+class KernelLabExercise(Exercise):
+    def __init__(self, lab, hints, corpus=(), timeout=180.0):
+        super().__init__(lab, hints, corpus)
+        self.timeout = timeout
+
+    @property
+    def judged_causes(self):
+        return labs.fixes(self.lab)  # one cause per lab, judged by the validation harness or the timing check
+
+    def solution_text(self):
+        return labs.source(self.lab, fixed=True)  # short enough to read whole
+
+    def judge(self, source):
+        result, measured = self.measure(source)
+        if same_text(source, self.shipped()):
+            # still judged, so the learner reads what the harness finds before changing anything
+            raise NotAttempted("the cell still holds the shipped code; below is what the check finds in it. Fix it "
+                               "and run the cell", _findings(measured, result))
+        if result.timed_out:
+            raise TimedOut(f"the check did not finish in {self.timeout:.0f} s: an endless loop in the kernel?")
+        if measured is None or "error" in measured:
+            raise LearnerError(measured["error"] if measured else result.error,
+                               measured["traceback"] if measured else result.output[-2000:])
+        if not measured["passed"]:
+            raise Incorrect(measured["summary"], _findings(measured, result))
+        return measured["summary"]
+
+    def measure(self, source):
+        return run_on_source(source, lambda script, out: runner.run_python(
+            module="trainlab.kernels.labcheck", args=[self.lab, script, out], timeout=self.timeout, stream=False),
+            prefix="trainlab-kernel-check-")
+
+
+def _findings(measured, result):
+    """The check's table (or summary, or error) as text."""
+    if not measured:
+        return result.error or ""
+    if "error" in measured:
+        return measured["error"]
+    rows = measured.get("rows")
+    if not rows:
+        return measured["summary"]
+    return "\n".join(f"{r['check']:>14} {r['case']:<22} {r['result']:<5} {r['detail']}" for r in rows)
+
+
+EXERCISES = [
+    KernelLabExercise(
+        "kernels/softmax_mask",
+        hints=(
+            "Run the harness's table: which shapes fail? Compare their row lengths with the block size.",
+            "For C = 3 the block has 4 lanes; the masked lane is loaded as `other`. What does that value add to "
+            "the row's maximum and to the sum of exponentials?",
+            "Load masked lanes as -inf: they cannot raise the maximum and exp(-inf) adds 0 to the sum.",
+        ),
+        corpus=(
+            WrongFix("fill masked lanes with 1.0", Edit(replace=(("other=0.0)", "other=1.0)"),)), reason="fail"),
+            WrongFix("a kernel that raises", Edit(replace=(("e = tl.exp(x)", "e = tl.exp(x, y)"),)), verdict="error"),
+        )),
+    KernelLabExercise(
+        "kernels/rmsnorm_stride",
+        hints=(
+            "Only the 'strided input' case fails: the input is a slice of a wider tensor.",
+            "Where does row r start in memory when x is x_wide[:, :C]? x.stride(0) is not C.",
+            "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is new and contiguous.",
+        )),
+    KernelLabExercise(
+        "kernels/fake_speedup",
+        hints=(
+            "launch() returns as soon as the work is queued. What does the clock measure, then?",
+            "The stream.synchronize() after the loop is outside the timed region.",
+            "Call stream.synchronize() after launch() and before reading the clock again.",
+        )),
+]

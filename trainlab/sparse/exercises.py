@@ -1,0 +1,85 @@
+"""Module 03's exercise: the sparse all-reduce lab, run on 3 ranks against the dense sum,
+declared once here with its hints and corpus.
+
+    %%lab sparse/allreduce
+
+The learner's `sparse_allreduce` runs under `trainlab.sparse.labcheck` on every rank, case
+by case; each case tests one of the lab's causes, and the first case that fails names it.
+"""
+
+from trainlab import runner
+from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
+from trainlab.checks.corpus import Edit, WrongFix
+from trainlab.sparse.labcheck import CASES
+
+LAB = "sparse/allreduce"
+# Each case of the check, what it tests and the cause it exercises.
+WHAT = {"uneven": "ranks with different numbers of non-zeros",
+        "shared_indices": "an index held by several ranks",
+        "empty_rank": "a rank with no non-zeros",
+        "identical": "the same indices on every rank"}
+CAUSE_OF_CASE = {"uneven": "uneven-counts", "shared_indices": "repeats-overwritten", "empty_rank": "uneven-counts",
+                 "identical": "repeats-overwritten"}
+
+HINTS = (
+    "Run it: with different non-zero counts per rank, all_gather cannot work - it needs the same size "
+    "from every rank. Exchange the counts first.",
+    "Pad every rank's indices and values to the largest count, gather, then cut each rank's part back "
+    "to its own count.",
+    "out[idx] = val keeps one value per repeated index (the last write). Which tensor method adds "
+    "values at indices, summing repeats?",
+)
+
+CORPUS = (
+    WrongFix("only the sum fixed", Edit(fixes=("repeats-overwritten",)), verdict="error",
+             reason="different numbers of non-zeros"),  # all_gather of unequal sizes
+    WrongFix("only the sizes fixed", Edit(fixes=("uneven-counts",)), reason="several ranks"),  # repeats not summed
+    WrongFix("+= instead of index_add_", Edit(fixes="all", replace=(  # += with repeated indices keeps one value
+        ("out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))", "out[torch.cat(all_idx)] += torch.cat(all_val)"),)),
+        reason="several ranks"),
+    WrongFix("pad to the shortest", Edit(fixes="all", replace=(  # trimming to the shortest drops pairs
+        ("longest = int(max(counts))\n", "longest = int(min(counts))\n"),
+        ("idx = torch.cat([idx, idx.new_zeros(longest - len(idx))])", "idx = idx[:longest]"),
+        ("val = torch.cat([val, val.new_zeros(longest - len(val))])", "val = val[:longest]"))),
+        reason="different numbers of non-zeros"),
+)
+
+
+class SparseLabExercise(Exercise):
+    def __init__(self, world_size=3, timeout=90.0):
+        super().__init__(LAB, HINTS, CORPUS)
+        self.world_size, self.timeout = world_size, timeout
+
+    @property
+    def judged_causes(self):
+        return tuple(dict.fromkeys(CAUSE_OF_CASE[case] for case in CASES))
+
+    def measure(self, source):
+        return run_on_source(source, lambda script, out: runner.run_distributed(
+            module="trainlab.sparse.labcheck", nproc=self.world_size, args=[script, out], timeout=self.timeout,
+            stream=False), prefix="trainlab-sparse-check-")
+
+    def judge(self, source):
+        if same_text(source, self.shipped()):
+            raise NotAttempted("the cell still holds the shipped function; fix it and run the cell")
+        result, measured = self.measure(source)
+        if result.timed_out:
+            raise TimedOut(f"the ranks did not finish in {self.timeout:.0f} s: a collective some ranks never "
+                           "completed?")
+        if measured is None:
+            raise LearnerError(result.error, result.output[-2000:])
+        if not result.ok and "running" in measured:  # a rank died (or hung) inside this case
+            raise LearnerError(f"with {WHAT[measured['running']]}: {result.error}", result.output[-2000:])
+        for kind in CASES:
+            case = measured.get(kind)
+            if case is None:
+                break
+            if "error" in case:
+                raise LearnerError(f"with {WHAT[kind]}: {case['error']}", case["traceback"])
+            if case["max_abs_error"] != 0:
+                raise Incorrect(f"with {WHAT[kind]}: the result differs from the dense all-reduce by up to "
+                                f"{case['max_abs_error']:g}")
+        return f"equal to the dense all-reduce in all {len(CASES)} cases on {self.world_size} ranks"
+
+
+EXERCISES = [SparseLabExercise()]

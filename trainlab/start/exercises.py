@@ -1,0 +1,32 @@
+"""Notebook 00's exercise: the warm-up lab, declared once (hints, check, corpus).
+
+    %%lab start/warmup        (or %%lab warmup)
+"""
+
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, lower_lr, train_longer
+from trainlab.checks.lab import LabExercise, Learns
+
+# zero_grad, backward and step in an order that still trains: gradients cleared right after stepping
+STEP_THEN_CLEAR = ("        optimizer.zero_grad()\n        loss.backward()\n",
+                   "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n")
+
+WARMUP = LabExercise(
+    "start/warmup",
+    mechanisms={"missing-optimizer-step": Learns()},
+    hints=(
+        "Training has four steps: forward, loss, backward, update. Which one never happens?",
+        "loss.backward() fills every parameter's .grad, but something must use those gradients.",
+        "Add optimizer.step() right after loss.backward().",
+    ),
+    corpus=(
+        # Plausible but wrong: none of these makes the weights change.
+        WrongFix("train longer", Edit(then=(train_longer,)), reason="optimizer steps ran"),
+        WrongFix("lower the learning rate", Edit(then=(lower_lr,)), reason="optimizer steps ran"),
+        WrongFix("zero_grad after backward", Edit(replace=(("        optimizer.zero_grad()\n        loss.backward()\n",
+                                                            "        loss.backward()\n        optimizer.zero_grad()\n"),)),
+                 reason="optimizer steps ran"),
+        CorrectAlternative("step, then clear the gradients", Edit(replace=(STEP_THEN_CLEAR,))),
+    ),
+)
+
+EXERCISES = [WARMUP]

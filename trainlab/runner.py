@@ -135,15 +135,25 @@ def _rank_env(env):
 
 def _name_failed_rank(result):
     if not result.ok:
-        rank = failed_rank(result.output)
+        failures = failed_ranks(result.output)
+        rank, code, line = _first_cause(result.output, failures) if failures else (None, None, "")
         result.failed_rank = rank
-        line = last_error_line(rank_output(result.output, rank)) if rank is not None else ""
-        code = failed_exitcode(result.output)
         if code is not None and code < 0:
             line = f"killed by signal {signal.Signals(-code).name}" + (f" ({line})" if line else "")
         where = f"rank {rank}" if rank is not None else "a rank"
         result.error = _describe_failure(result, f"{where} failed: {line or 'see the output above'}")
     return result
+
+
+def _first_cause(output, failures):
+    """(rank, exit code, error line) of the failure that caused the others. torchrun's root cause
+    is the first failure it observed, which can be a rank that lost its connection to the rank
+    that really failed: prefer a rank whose own error is not such a consequence."""
+    lines = [(rank, code, last_error_line(rank_output(output, rank))) for rank, code in failures]
+    for rank, code, line in lines:
+        if line and not CONSEQUENCE.search(line) and code != -signal.SIGTERM:
+            return rank, code, line
+    return lines[0]
 
 
 def run_command(cmd, *, timeout, env=None, stream=True, cwd=None):
@@ -232,20 +242,27 @@ def _signal_all(root, pids, sig):
                 pass
 
 
-ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+)", re.S)
-ROOT_CAUSE_EXIT = re.compile(r"Root Cause.*?exitcode\s*:\s*(-?\d+)", re.S)
+FAILURE = re.compile(r"^\s*rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", re.M)
 ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt|Exit|Failed)\b.*$", re.M)
+# What a rank reports when another rank died under it: not a cause of its own
+CONSEQUENCE = re.compile(r"connection (closed|reset|refused)|broken pipe|peer|communicator was aborted", re.I)
+
+
+def failed_ranks(output):
+    """[(rank, exit code)] from torchrun's failure summary: the root cause (the first failure it
+    observed) first, then the other failures."""
+    summary = output[output.rfind("Failures:"):] if "Failures:" in output else output
+    root = summary.find("Root Cause")
+    found = [(int(r), int(c)) for r, c in FAILURE.findall(summary[root:] if root >= 0 else "")]
+    found += [(int(r), int(c)) for r, c in FAILURE.findall(summary[:root] if root >= 0 else summary)]
+    return list(dict.fromkeys(found))
 
 
 def failed_rank(output):
-    """The first rank torchrun reports as failed (its "Root Cause" section), or None."""
-    match = ROOT_CAUSE.search(output)
-    return int(match.group(1)) if match else None
-
-
-def failed_exitcode(output):
-    match = ROOT_CAUSE_EXIT.search(output)
-    return int(match.group(1)) if match else None
+    """The rank whose failure caused the others (torchrun's root cause unless that rank only
+    lost its connection), or None."""
+    failures = failed_ranks(output)
+    return _first_cause(output, failures)[0] if failures else None
 
 
 def rank_output(output, rank):

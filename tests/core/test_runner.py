@@ -114,3 +114,30 @@ def test_bad_arguments_are_rejected():
         runner.run_python()
     with pytest.raises(ValueError, match="nproc=0"):
         runner.run_distributed("x.py", nproc=0)
+
+
+def test_the_rank_that_failed_first_is_named_not_one_that_lost_its_peer():
+    # torchrun's "root cause" is the first failure it observed, which can be a rank whose
+    # collective lost its connection when the rank that really failed exited.
+    output = textwrap.dedent("""\
+        [default0]:[rank0]: RuntimeError: [gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:1
+        [default1]:[rank1]: ValueError: rank one cannot read its shard
+        ============================================================
+        Failures:
+        [1]:
+          time      : 2026-12-01_00:00:02
+          host      : localhost
+          rank      : 1 (local_rank: 1)
+          exitcode  : 1 (pid: 11)
+        ------------------------------------------------------------
+        Root Cause (first observed failure):
+        [0]:
+          time      : 2026-12-01_00:00:01
+          host      : localhost
+          rank      : 0 (local_rank: 0)
+          exitcode  : 1 (pid: 10)
+        ============================================================""")
+    assert runner.failed_ranks(output) == [(0, 1), (1, 1)]
+    assert runner.failed_rank(output) == 1
+    alone = output.replace("rank one cannot read its shard", "Connection reset by peer")
+    assert runner.failed_rank(alone) == 0  # nobody has an error of its own: torchrun's root cause

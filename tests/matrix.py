@@ -1,29 +1,44 @@
 """Which entries of a big matrix a run covers (see conftest.py): `make test` runs a covering
-sample - the first wrong fix and the first correct alternative of every exercise's corpus -
-`make test-full` all of it, and `--matrix rest` what the sample left out.
+sample - the first wrong fix and the first correct alternative of every exercise's corpus, and
+the first wrong fix of every kind (symptom mask, partial fix, deletion, other) - `make test-full`
+all of it, and `--matrix rest` what the sample left out.
 
     @matrix.parametrize("debugging/nc_two_bugs", ...)    # one test per corpus entry
     def test_corpus(verdicts, exercise, entry): matrix.assert_expected(entry, verdicts[...])
 """
 
+import functools
+
 import pytest
 
 from trainlab import checks
-from trainlab.checks.corpus import CorrectAlternative, WrongFix
+from trainlab.checks.corpus import KINDS, CorrectAlternative, WrongFix
 
 
-def sample(exercise):
-    wrong = [e for e in exercise.corpus if isinstance(e, WrongFix)][:1]
-    right = [e for e in exercise.corpus if isinstance(e, CorrectAlternative)][:1]
-    return wrong + right
+@functools.cache
+def sampled():
+    """{(exercise name, entry name)} that `make test` runs."""
+    chosen, kinds = set(), set()
+    exercises = list(checks.exercises.EXERCISES.values())
+    for exercise in exercises:
+        wrong = [e for e in exercise.corpus if isinstance(e, WrongFix)]
+        right = [e for e in exercise.corpus if isinstance(e, CorrectAlternative)]
+        chosen |= {(exercise.name, e.name) for e in wrong[:1] + right[:1]}
+        kinds |= {e.kind for e in wrong[:1]}
+    for kind in KINDS:  # every kind of wrong fix at least once
+        first = next(((x.name, e.name) for x in exercises for e in x.corpus
+                      if isinstance(e, WrongFix) and e.kind == kind), None)
+        if kind not in kinds and first:
+            chosen.add(first)
+    return chosen
 
 
 def selected(exercise, mode):
     """The corpus entries a run in this --matrix mode covers."""
-    chosen = sample(exercise)
     if mode == "full":
         return list(exercise.corpus)
-    return chosen if mode == "sample" else [e for e in exercise.corpus if e not in chosen]
+    in_sample = [e for e in exercise.corpus if (exercise.name, e.name) in sampled()]
+    return in_sample if mode == "sample" else [e for e in exercise.corpus if e not in in_sample]
 
 
 def parametrize(*names):
@@ -32,9 +47,9 @@ def parametrize(*names):
     params = []
     for name in names:
         exercise = checks.get(name)
-        chosen = sample(exercise)
         params += [pytest.param(exercise, entry, id=f"{exercise.name}:{entry.name}",
-                                marks=() if entry in chosen else pytest.mark.full) for entry in exercise.corpus]
+                                marks=() if (exercise.name, entry.name) in sampled() else pytest.mark.full)
+                   for entry in exercise.corpus]
     return pytest.mark.parametrize("exercise, entry", params)
 
 

@@ -1,22 +1,25 @@
 """Run training-script variants in one child process and measure them from outside.
 
     reports = run_variants([{"name": "mine", "source": text, "max_steps": 120}], device="cpu")
-    reports["mine"]["accuracy"], reports["mine"]["host_reads_per_step"], ...
+    reports["mine"]["accuracy"], reports["mine"]["host_reads_mean"], ...
 
 The parent side (`run_variants`) writes a spec, starts `python -m trainlab.measure SPEC
-REPORT` through the runner (time limit, whole tree killed) and reads the report back. The
-child side runs each variant in turn in a fresh namespace with the same seed, under the
-doctor's Probe (global hooks installed before the script runs: steps, losses, host reads,
-data waiting, live graph bytes, output dtypes), which stops it after max_steps steps or
-backward calls; then it evaluates the script's `model` on its `test_loader` itself.
+REPORT` through the runner and reads the report back. The child runs each variant in turn in
+a fresh namespace with the same seed, under the doctor's Probe (global hooks installed before
+the script runs: steps, losses, gradients at every step, host reads, data waiting, live graph
+bytes, output dtypes), which stops it after max_steps optimizer steps or backward calls; then
+it evaluates the script's `model` on its `test_loader` itself, runs the label test on the
+batches it saw, and keeps the script's small tensors (a per-class report, say).
 
-One child for many variants: one torch import and one data load. The report is rewritten
-after each variant, so a variant that hangs or kills the child is identified by the parent
-(the "running" field). Used by the exercise checks (`trainlab.checks.lab`), the hypothesis
-panel and notebook 01; verdicts are computed in the parent, never here.
+One child for many variants: one torch import and one data load. Each variant has a time
+budget: its own `budget_s`, or - when it names a `reference` variant that has run - SCALE times
+what the reference took on this machine plus SLACK_S, so a busy or slow machine slows the
+budgets with the work. A variant over its budget is stopped and reported as "timeout" with the
+budget it had; the variants after it run in a new child. Used by the exercise checks
+(`trainlab.checks.lab`), the hypothesis panel and notebook 01; verdicts are computed in the
+parent, never here.
 """
 
-import concurrent.futures
 import json
 import os
 import sys
@@ -28,52 +31,94 @@ from pathlib import Path
 import torch
 
 from trainlab import atomic, runner
+from trainlab.doctor import experiments
 from trainlab.doctor.probe import Probe, StopTraining
 
+SCALE, SLACK_S = 3.0, 10.0  # a variant's budget: at least SCALE x its reference's time + SLACK_S
+SMALL_TENSOR = 4096  # the script's tensors up to this many elements are reported (per-class counts, ...)
 
-def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None):
-    """Run [{name, source, max_steps}] one after another in one child; return {name: report}.
 
-    If the child hangs or dies, the variant it was running is reported as "timeout" or
-    "crashed" and the ones not yet run are missing from the result. on_progress(curves), if
-    given, is called about every 0.3 s while a variant trains, with its curves so far
-    ({name, losses, grad_norms, batch_accs}), for live plots.
+def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None, max_train=None,
+                 slack_s=SLACK_S):
+    """Run [{name, source, max_steps[, reference, budget_s]}] one after another; return {name: report}.
+
+    timeout is each variant's budget in seconds unless it sets its own budget_s. max_train, if
+    given, caps the training split every script loads (so a bounded run crosses epochs).
+    on_progress(curves), if given, is called about every 0.5 s while a variant trains, with its
+    curves so far ({name, losses, grad_norms, batch_accs}), for live plots.
     """
-    with tempfile.TemporaryDirectory(prefix="trainlab-measure-") as tmp:
-        spec, report, progress = Path(tmp) / "spec.json", Path(tmp) / "report.json", Path(tmp) / "progress.json"
-        spec.write_text(json.dumps({"variants": variants, "device": str(device),
-                                    "progress": str(progress) if on_progress else None}))
-
-        def run():
-            return runner.run_python(module="trainlab.measure", args=[spec, report], timeout=timeout, stream=stream)
-
-        result = run() if on_progress is None else _while_polling(run, progress, on_progress)
-        state = json.loads(report.read_text()) if report.exists() else {"running": None, "variants": {}}
-    reports = state["variants"]
-    if state["running"]:  # the variant in flight when the child hung or died
-        status = "timeout" if result.timed_out else "crashed"
-        reports[state["running"]] = {"status": status, "error": result.error, "output": result.output[-3000:]}
-    elif not result.ok:
-        raise RuntimeError(f"the measuring child failed: {result.error}\n{result.output[-3000:]}")
+    reports, pending = {}, list(variants)
+    while pending:
+        state, result = _run_child(pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
+        reports.update(state["variants"])
+        running = state.get("running")
+        if running:  # the variant in flight when the child was stopped or died
+            status = "timeout" if result.timed_out else "crashed"
+            reports[running] = {"status": status, "error": result.error, "output": result.output[-3000:]}
+        elif not result.ok:
+            raise RuntimeError(f"the measuring child failed: {result.error}\n{result.output[-3000:]}")
+        left = [v for v in pending if v["name"] not in reports]
+        if len(left) == len(pending):  # nothing ran: do not start the same child again
+            break
+        pending = left
     return reports
 
 
-def _while_polling(run, progress, on_progress, every_s=0.3):
-    """run() in a thread; meanwhile hand each new version of the progress file to on_progress."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        future, seen = pool.submit(run), None
-        while True:
-            finished = future.done()
-            try:
-                stamp = progress.stat().st_mtime_ns
-                if stamp != seen:
-                    seen = stamp
-                    on_progress(json.loads(progress.read_text()))
-            except (FileNotFoundError, json.JSONDecodeError):
-                pass  # not written yet
-            if finished:
-                return future.result()
-            time.sleep(every_s)
+def budget(variant, reports, timeout, slack_s=SLACK_S):
+    """Seconds the variant may take: its own budget, scaled up by its reference's measured time."""
+    seconds = variant.get("budget_s", timeout)
+    reference = reports.get(variant.get("reference"))
+    if reference and reference.get("wall_s"):
+        seconds = max(seconds, SCALE * reference["wall_s"] + slack_s)
+    return seconds
+
+
+def _run_child(variants, done, device, timeout, stream, on_progress, max_train, slack_s):
+    with tempfile.TemporaryDirectory(prefix="trainlab-measure-") as tmp:
+        spec, report, progress = Path(tmp) / "spec.json", Path(tmp) / "report.json", Path(tmp) / "progress.json"
+        spec.write_text(json.dumps({"variants": variants, "device": str(device), "max_train": max_train,
+                                    "progress": str(progress) if on_progress else None}))
+        by_name = {v["name"]: v for v in variants}
+        seen = {"progress": None}
+
+        def watchdog():
+            if on_progress is not None:
+                _publish(progress, seen, on_progress)
+            state = _read(report)
+            running, started = state.get("running"), state.get("started")
+            if running and started:
+                allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s)
+                if time.time() - started > allowed:
+                    reference = by_name[running].get("reference")
+                    why = f" ({SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s)" if reference \
+                        and reference in {**done, **state["variants"]} else ""
+                    return f"stopped after {allowed:.0f} s, its time budget{why}"
+            return None
+
+        safety = sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120  # the watchdog stops it long before
+        result = runner.run_python(module="trainlab.measure", args=[spec, report], timeout=safety, stream=stream,
+                                   watchdog=watchdog)
+        if on_progress is not None:
+            _publish(progress, seen, on_progress)
+        return _read(report), result
+
+
+def _read(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {"running": None, "variants": {}}
+
+
+def _publish(progress, seen, on_progress):
+    """Hand a new version of the progress file to on_progress."""
+    try:
+        stamp = progress.stat().st_mtime_ns
+        if stamp != seen["progress"]:
+            seen["progress"] = stamp
+            on_progress(json.loads(progress.read_text()))
+    except (FileNotFoundError, json.JSONDecodeError):
+        pass  # not written yet
 
 
 # ---------------------------------------------------------------- the child side
@@ -92,13 +137,20 @@ def held_out_accuracy(namespace):
     return correct / max(seen, 1)
 
 
+def small_tensors(namespace):
+    """The script's own small tensors at the moment it stopped, as lists (per-class reports, ...)."""
+    return {name: value.detach().float().cpu().tolist() for name, value in namespace.items()
+            if isinstance(value, torch.Tensor) and not name.startswith("_") and 0 < value.numel() <= SMALL_TENSOR
+            and not isinstance(value, torch.nn.Parameter)}
+
+
 def run_variant(name, source, max_steps, seed=0, progress_path=None):
     torch.manual_seed(seed)
     namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     on_step = _progress_writer(name, progress_path) if progress_path else None
     with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=bool(progress_path),
-               on_step=on_step) as probe:
+               on_step=on_step, every_step=True) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
         except StopTraining:
@@ -106,13 +158,18 @@ def run_variant(name, source, max_steps, seed=0, progress_path=None):
         except Exception as exc:  # the learner's own error: reported with their traceback
             report.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=_learner_traceback())
     report.update(probe.summary())
-    report["accuracy"] = None
+    report["accuracy"], report["tensors"], report["label_test"] = None, {}, None
     if report["status"] == "ok":
-        try:
-            with probe.internal():
+        with probe.internal():
+            report["tensors"] = small_tensors(namespace)
+            captured = probe.captured
+            if captured.features and captured.targets:
+                n = min(len(captured.features), len(captured.targets))
+                report["label_test"] = experiments.label_association(captured.features[:n], captured.targets[:n])
+            try:
                 report["accuracy"] = held_out_accuracy(namespace)
-        except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal
-            report["eval_error"] = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal
+                report["eval_error"] = f"{type(exc).__name__}: {exc}"
     return report
 
 
@@ -131,7 +188,7 @@ def _progress_writer(name, path, every_s=0.3):
 
 
 def _learner_traceback():
-    """The traceback without this harness's own frames: the learner's code first."""
+    """The traceback without this module's own frames: the learner's code first."""
     lines = traceback.format_exc().splitlines()
     keep = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "<') and "cell>" in line]
     return "\n".join(["Traceback (most recent call last):", *lines[keep[0]:]] if keep else lines)
@@ -141,14 +198,16 @@ def child_main(spec_path, report_path):
     with open(spec_path) as f:
         spec = json.load(f)
     os.environ["TRAINLAB_DEVICE"] = spec.get("device", "cpu")
-    results = {"running": None, "variants": {}}
+    if spec.get("max_train"):
+        os.environ["TRAINLAB_MAX_TRAIN"] = str(spec["max_train"])
+    results = {"running": None, "started": None, "variants": {}}
     for variant in spec["variants"]:
-        results["running"] = variant["name"]
+        results.update(running=variant["name"], started=time.time())
         _write(report_path, results)
         results["variants"][variant["name"]] = run_variant(
             variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0), spec.get("progress")
         )
-        results["running"] = None
+        results.update(running=None, started=None)
         _write(report_path, results)
 
 

@@ -66,8 +66,11 @@ def child_env(extra=None):
     return env
 
 
-def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, env=None, stream=True, cwd=None):
-    """Run a Python file, source text or module (-m) in a child interpreter; return a Result."""
+def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, env=None, stream=True, cwd=None,
+               watchdog=None):
+    """Run a Python file, source text or module (-m) in a child interpreter; return a Result.
+    watchdog, if given, is called about twice a second; a non-empty string it returns stops the
+    child as if it had run out of time, with that string as the reason."""
     if sum(x is not None for x in (path, source, module)) != 1:
         raise ValueError("give exactly one of path=, source= or module=")
     with tempfile.TemporaryDirectory(prefix="trainlab-") as tmp:
@@ -76,7 +79,7 @@ def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, en
             path.write_text(source)
         target = ["-m", module] if module else [str(path)]
         cmd = [sys.executable, *target, *map(str, args)]
-        result = run_command(cmd, timeout=timeout, env=child_env(env), stream=stream, cwd=cwd)
+        result = run_command(cmd, timeout=timeout, env=child_env(env), stream=stream, cwd=cwd, watchdog=watchdog)
     if not result.ok and not result.error:
         result.error = _describe_failure(result, last_error_line(result.output))
     return result
@@ -156,30 +159,35 @@ def _first_cause(output, failures):
     return lines[0]
 
 
-def run_command(cmd, *, timeout, env=None, stream=True, cwd=None):
-    """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt."""
+def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None):
+    """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
+    (or when watchdog() returns a reason)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         env=env, cwd=cwd, start_new_session=True,
     )
-    chunks, timed_out = [], False
+    chunks, stopped = [], ""
     try:
-        timed_out = not _pump(proc, chunks, start + timeout, stream)
+        stopped = _pump(proc, chunks, start + timeout, stream, watchdog)
     except BaseException:  # KeyboardInterrupt in the notebook: leave nothing behind
         kill_tree(proc)
         raise
-    if timed_out:
+    if stopped:
         kill_tree(proc)
     else:
         proc.wait()
         kill_tree(proc)  # daemons the child left behind go too
     output = b"".join(chunks).decode(errors="replace")
-    return Result(None if timed_out else proc.returncode, output, time.perf_counter() - start, timed_out)
+    result = Result(None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped))
+    if stopped and stopped is not True:
+        result.error = stopped
+    return result
 
 
-def _pump(proc, chunks, deadline, stream):
-    """Copy the child's output until it closes (True) or the deadline passes (False)."""
+def _pump(proc, chunks, deadline, stream, watchdog=None):
+    """Copy the child's output until it closes (returns ""), the deadline passes (True) or the
+    watchdog gives a reason to stop (that reason)."""
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     with selectors.DefaultSelector() as sel:
@@ -187,12 +195,15 @@ def _pump(proc, chunks, deadline, stream):
         while True:
             left = deadline - time.perf_counter()
             if left <= 0:
-                return False
+                return True
+            reason = watchdog() if watchdog else None
+            if reason:
+                return reason
             if not sel.select(timeout=min(left, 0.5)):
                 continue
             data = os.read(fd, 65536)
             if not data:  # EOF: the child (and everything holding its stdout) has finished
-                return True
+                return ""
             chunks.append(data)
             if stream:
                 sys.stdout.write(data.decode(errors="replace"))

@@ -18,7 +18,7 @@ torch.manual_seed(0)
 
 images = load_images(DataConfig())
 stats = dict(mean=images.mean, std=images.std, device=device)
-train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, **stats)
+train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, augment=False, **stats)
 test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
 
 

@@ -1,6 +1,6 @@
 #| symptom: nan
 #| report: the loss blows up within the first steps and then becomes NaN
-#| cause lr-too-high (optimizer): SGD with momentum at lr=2.0 on an MLP: the first updates
+#| cause lr-too-high (optimizer): SGD with momentum at lr=4.0 on an MLP: the first updates
 #|     overshoot, activations explode, the loss becomes inf, then NaN.
 """Train an MLP on the workbook's images with SGD and momentum."""
 
@@ -16,7 +16,7 @@ torch.manual_seed(0)
 
 images = load_images(DataConfig())
 stats = dict(mean=images.mean, std=images.std, device=device)
-train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, **stats)
+train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64, augment=False, **stats)
 test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
 
 
@@ -27,7 +27,7 @@ def make_model():
 
 
 model = make_model()
-optimizer = torch.optim.SGD(model.parameters(), lr=2.0, momentum=0.9)  # BUG[lr-too-high]: 100x too high
+optimizer = torch.optim.SGD(model.parameters(), lr=4.0, momentum=0.9)  # BUG[lr-too-high]: 100x too high
 #+[lr-too-high] optimizer = torch.optim.SGD(model.parameters(), lr=0.03, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()
 

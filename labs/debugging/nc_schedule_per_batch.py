@@ -35,14 +35,14 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)
 loss_fn = nn.CrossEntropyLoss()
 
-for epoch in range(2):
+for epoch in range(4):
     train_loader.set_epoch(epoch)
     for step, (x, y) in enumerate(train_loader):
         loss = loss_fn(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        scheduler.step()  # BUG[lr-schedule-too-fast]: per batch, so the LR is 1e-11 after 20 steps
+        scheduler.step()  # BUG[lr-schedule-too-fast]: per batch
         if step % 100 == 0:
             print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
     #+[lr-schedule-too-fast] scheduler.step()  # once per epoch, as StepLR's step_size counts epochs

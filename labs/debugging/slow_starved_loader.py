@@ -4,7 +4,7 @@
 #| cause data-loader-starves (device): per-sample PIL transforms in a DataLoader with no worker
 #|     processes feed a model that trains much faster than they run: most of each step is spent
 #|     waiting for the next batch.
-"""Train a small linear model on the workbook's images, with the tutorial's augmentation."""
+"""Train a small MLP on the workbook's images, through the tutorial's transforms."""
 
 import os
 
@@ -22,13 +22,13 @@ stats = dict(mean=images.mean, std=images.std, device=device)
 test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=False, **stats)
 
 
-def make_model():  # a linear classifier
-    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 10)).to(device)
+def make_model():
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
 
 
-train_set = ImageDataset(images.train_x, images.train_y, standard_transform(images.mean, images.std))
+train_set = ImageDataset(images.train_x, images.train_y, standard_transform(images.mean, images.std, train=False))
 train_loader = DataLoader(train_set, batch_size=256, shuffle=True)  # BUG[data-loader-starves]: one sample at a time, in Python
-#+[data-loader-starves] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, **stats)  # batched, on the device
+#+[data-loader-starves] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, augment=False, **stats)  # batched, on the device
 
 model = make_model()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

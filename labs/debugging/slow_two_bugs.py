@@ -6,7 +6,7 @@
 #| cause host-syncs-in-loop (device): per-class bookkeeping in a Python loop over the batch
 #|     reads tensor elements to the host (a device synchronisation on a GPU) hundreds of times
 #|     per step.
-"""Train a small linear model on the workbook's images, with the tutorial's augmentation, and track per-class accuracy."""
+"""Train a small MLP on the workbook's images, through the tutorial's transforms, and track per-class accuracy."""
 
 import os
 
@@ -25,12 +25,12 @@ test_loader = DeviceLoader(images.test_x, images.test_y, batch_size=500, train=F
 
 
 def make_model():
-    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
 
 
-train_set = ImageDataset(images.train_x, images.train_y, standard_transform(images.mean, images.std))
+train_set = ImageDataset(images.train_x, images.train_y, standard_transform(images.mean, images.std, train=False))
 train_loader = DataLoader(train_set, batch_size=256, shuffle=True)  # BUG[data-loader-starves]: one sample at a time, in Python
-#+[data-loader-starves] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, **stats)  # batched, on the device
+#+[data-loader-starves] train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=256, augment=False, **stats)  # batched, on the device
 
 model = make_model()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

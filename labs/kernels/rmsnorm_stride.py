@@ -19,12 +19,14 @@ from trainlab.kernels.triton_env import constexpr, jit, tl, triton  # sets TRITO
 
 
 @jit
-def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, C, stride_x, eps, BLOCK: constexpr):
+def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, C,
+                   stride_x, stride_xc,  # x's row and column strides, in elements
+                   eps, BLOCK: constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < C
-    x = tl.load(x_ptr + row * C + cols, mask=mask, other=0.0)  # BUG[assumed-contiguous-rows]: rows start every C elements only if x is contiguous
-    #+[assumed-contiguous-rows] x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)  # rows start every stride_x elements
+    x = tl.load(x_ptr + row * C + cols * stride_xc, mask=mask, other=0.0)  # BUG[assumed-contiguous-rows]: rows start every C elements only if x is contiguous
+    #+[assumed-contiguous-rows] x = tl.load(x_ptr + row * stride_x + cols * stride_xc, mask=mask, other=0.0)  # rows start every stride_x elements
     rms = tl.sqrt(tl.sum(x * x, axis=0) / C + eps)
     w = tl.load(w_ptr + cols, mask=mask)
     tl.store(y_ptr + row * C + cols, x / rms * w, mask=mask)  # y is new and contiguous: its stride is C
@@ -34,7 +36,7 @@ def rmsnorm(x, weight, eps=1e-6):
     """RMSNorm over the last dimension of a 2-D float32 tensor."""
     M, C = x.shape
     y = torch.empty((M, C), dtype=x.dtype, device=x.device)
-    rmsnorm_kernel[(M,)](x, weight, y, C, x.stride(0), eps, BLOCK=triton.next_power_of_2(C))
+    rmsnorm_kernel[(M,)](x, weight, y, C, x.stride(0), x.stride(1), eps, BLOCK=triton.next_power_of_2(C))
     return y
 
 

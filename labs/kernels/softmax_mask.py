@@ -19,12 +19,14 @@ from trainlab.kernels.triton_env import constexpr, jit, tl, triton  # sets TRITO
 
 
 @jit
-def softmax_kernel(x_ptr, y_ptr, C, stride_x, stride_y, BLOCK: constexpr):
+def softmax_kernel(x_ptr, y_ptr, C,
+                   stride_x, stride_xc,  # x's row and column strides, in elements (any layout)
+                   stride_y, BLOCK: constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < C
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)  # BUG[masked-load-fill]: masked lanes read as 0 join the max and the sum
-    #+[masked-load-fill] x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=float("-inf"))  # exp(-inf) = 0: padding adds nothing
+    x = tl.load(x_ptr + row * stride_x + cols * stride_xc, mask=mask, other=0.0)  # BUG[masked-load-fill]: masked lanes read as 0 join the max and the sum
+    #+[masked-load-fill] x = tl.load(x_ptr + row * stride_x + cols * stride_xc, mask=mask, other=float("-inf"))  # exp(-inf) = 0: padding adds nothing
     x = x - tl.max(x, axis=0)
     e = tl.exp(x)
     tl.store(y_ptr + row * stride_y + cols, e / tl.sum(e, axis=0), mask=mask)
@@ -33,8 +35,8 @@ def softmax_kernel(x_ptr, y_ptr, C, stride_x, stride_y, BLOCK: constexpr):
 def softmax(x):
     """Softmax over the last dimension of a 2-D float32 tensor."""
     M, C = x.shape
-    y = torch.empty_like(x)
-    softmax_kernel[(M,)](x, y, C, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(C))
+    y = torch.empty((M, C), dtype=x.dtype, device=x.device)
+    softmax_kernel[(M,)](x, y, C, x.stride(0), x.stride(1), y.stride(0), BLOCK=triton.next_power_of_2(C))
     return y
 
 

@@ -6,6 +6,7 @@ The doctor runs in this process here (diagnose_here) to save a child start per s
 `diagnose()` (the notebook entry point, a child process) is tested once."""
 
 import contextlib
+import functools
 import io
 import json
 from pathlib import Path
@@ -28,12 +29,25 @@ def diagnose_text(tmp_path, text, name="train.py"):
         return diagnose_here(str(path), max_steps=STEPS)
 
 
+@functools.cache
+def lab_report(name):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return diagnose_here(str(labs.path(name)), max_steps=STEPS)
+
+
 @pytest.mark.parametrize("name", labs.names(*labs.TRAINING))
 def test_finds_each_labs_root_cause(name):
-    with contextlib.redirect_stdout(io.StringIO()):
-        report = diagnose_here(str(labs.path(name)), max_steps=STEPS)
+    report = lab_report(name)
     assert set(labs.fixes(name)) <= set(report.root_causes), str(report)
-    assert labs.get(name).symptom in report.symptoms + ["no-convergence"]
+
+
+@pytest.mark.parametrize("name", [n for n in labs.names(*labs.TRAINING) if labs.get(n).symptom != "no-convergence"])
+def test_reports_the_symptom_it_measures_directly(name):
+    """NaN, slow and memory symptoms are measured (non-finite losses, time waiting or in host
+    reads, graph memory per step). "Not learning" is judged from the loss curve alone and does
+    not yet show for every no-convergence lab within 60 steps."""
+    report = lab_report(name)
+    assert labs.get(name).symptom in report.symptoms, str(report)
 
 
 @pytest.mark.parametrize("script", HEALTHY)
@@ -54,9 +68,7 @@ INJECTIONS = {
         "params-not-in-optimizer": ("opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)",
                                     "opt = torch.optim.AdamW(Net().parameters(), lr=3e-3, weight_decay=1e-2)"),
         "inputs-not-normalised": ("inputs = (images.train_x.float() / 255 - mean) / std", "inputs = images.train_x.float()"),
-        "graph-kept-alive": ("            print(epoch, i, round(loss.item(), 3))\n",
-                             "            print(epoch, i, round(loss.item(), 3))\n        kept.append(out)\n"
-                             "        out.sum().backward(retain_graph=True) if False else None\n"),
+        "graph-kept-alive": ("        loss.backward()\n", "        loss.backward(retain_graph=True)\n        kept.append(loss)\n"),
     },
     "healthy_sgd_device.py": {
         "missing-zero-grad": ("        optimizer.zero_grad(set_to_none=True)\n", ""),
@@ -71,8 +83,6 @@ INJECTIONS = {
         "fp16-master-weights": ("optimizer = torch.optim.SGD(", "model.half()\noptimizer = torch.optim.SGD("),
     },
 }
-INJECTIONS["healthy_adam_tensordataset.py"]["graph-kept-alive"] = (
-    "        loss.backward()\n", "        loss.backward(retain_graph=True)\n        kept.append(loss)\n")
 
 
 # The doctor's evaluation on scripts it was not built against: `make test` injects the first bug

@@ -58,7 +58,16 @@ def test_harness_catches_a_kernel_that_assumes_contiguous_rows():
         return chain.reference(flat, b, s, t)
 
     report = validate.validate(_chain_spec(assumes_contiguous), gradients=False, specials=False)
-    assert [r.check for r in report.failures] == ["strided input"]
+    assert [r.check for r in report.failures] == ["strided input", "transposed input"]
+
+
+def test_harness_catches_a_kernel_that_assumes_unit_column_stride():
+    def assumes_unit_columns(x, b, s, t):
+        flat = torch.as_strided(x, x.shape, (x.stride(0), 1))  # right rows, columns assumed adjacent
+        return chain.reference(flat, b, s, t)
+
+    report = validate.validate(_chain_spec(assumes_unit_columns), gradients=False, specials=False)
+    assert [r.check for r in report.failures] == ["transposed input"]
 
 
 def test_harness_catches_a_kernel_that_swallows_nan():
@@ -178,8 +187,9 @@ def test_lab_checks_fail_the_shipped_code_and_pass_the_fix(lab, tmp_path):
         failing = {r["case"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"}
         assert failing and all(int(c.split(",")[1].split("]")[0]) & (int(c.split(",")[1].split("]")[0]) - 1)
                                for c in failing), failing
-    if lab == "kernels/rmsnorm_stride":
-        assert [r["check"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"] == ["strided input"]
+    if lab == "kernels/rmsnorm_stride":  # wrong exactly where rows are not C elements apart
+        assert [r["check"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"] == ["strided input",
+                                                                                          "transposed input"]
 
 
 def test_kernel_exercise_runs_the_learner_code_in_a_child():

@@ -101,5 +101,6 @@ def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
     assert constants["s_per_byte"] > 0 and constants["merge_s_per_element"] > 0
     assert len(sweep["rows"]) == 2 * 5
     for row in sweep["rows"]:
-        assert row["seconds"] > 0 and row["model_seconds"] > 0
         assert row["measured_bytes"] == pytest.approx(row["model_bytes"], rel=0.05), row
+        # the time model gets the order of magnitude (the benchmark: within 2x at the crossovers, 8x at worst)
+        assert 0.1 < row["model_seconds"] / row["seconds"] < 10, row

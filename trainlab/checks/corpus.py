@@ -13,7 +13,8 @@ that changes under the corpus fails loudly instead of silently testing something
 finally applies generic edits (the usual suspects below, which work on any script).
 
 Order matters: `make test` runs a covering sample - the first wrong fix and the first correct
-alternative of every exercise - and `make test-full` runs them all.
+alternative of every exercise, and the first entry of every kind of wrong fix - and
+`make test-full` runs them all.
 """
 
 import re
@@ -46,6 +47,14 @@ class Edit:
         return text
 
 
+KINDS = {
+    "mask": "hides the symptom (lower LR, clipping, eps, fp32, longer training, a shifted schedule)",
+    "partial": "fixes part of it (one bug of two, half a fix)",
+    "deletion": "removes the functionality that had the bug",
+    "other": "a plausible misunderstanding of the bug",
+}
+
+
 @dataclass(frozen=True)
 class WrongFix:
     """An edit a learner might make that does not fix the bug: the check must not pass it."""
@@ -53,7 +62,12 @@ class WrongFix:
     name: str
     edit: Edit
     verdict: str = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out")
-    reason: str = ""  # a fragment the verdict's message or details must contain
+    reason: str = ""  # a fragment the verdict's message must contain: what the learner is told
+    kind: str = "other"  # one of KINDS
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"WrongFix {self.name!r}: kind {self.kind!r} is not one of {sorted(KINDS)}")
 
 
 @dataclass(frozen=True)

@@ -3,29 +3,43 @@
     trainlab.checks.get("debugging/nc_two_bugs")    # or get("nc_two_bugs") where unambiguous
 
 Each module declares its exercises once, in `trainlab/<module>/exercises.py` (notebook 00:
-start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels).
+start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels). They are gathered on first use, so a
+module's exercise file can import the checks framework without an import cycle.
 """
 
-from trainlab import labs
-from trainlab.debugging import exercises as debugging
-from trainlab.fsdp import exercises as fsdp
-from trainlab.kernels import exercises as kernels
-from trainlab.sparse import exercises as sparse
-from trainlab.start import exercises as start
+import functools
+import importlib
 
-MODULES = (start, debugging, fsdp, sparse, kernels)  # in notebook order
-EXERCISES = {exercise.name: exercise for module in MODULES for exercise in module.EXERCISES}
+from trainlab import labs
+
+MODULES = ("start", "debugging", "fsdp", "sparse", "kernels")  # in notebook order
+
+
+@functools.cache
+def everything():
+    """{exercise name: exercise} for every module, in notebook order."""
+    found = {}
+    for module in MODULES:
+        for exercise in importlib.import_module(f"trainlab.{module}.exercises").EXERCISES:
+            found[exercise.name] = exercise
+    return found
+
+
+def __getattr__(name):
+    if name == "EXERCISES":  # checks.exercises.EXERCISES: the same dict, built on first use
+        return everything()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name):
     """The exercise for a lab name (the module folder may be left out when unambiguous)."""
     try:
-        return EXERCISES[labs.resolve(name)]
+        return everything()[labs.resolve(name)]
     except KeyError:
-        raise KeyError(f"no exercise named {name!r}; known exercises: {', '.join(sorted(EXERCISES))}") from None
+        raise KeyError(f"no exercise named {name!r}; known exercises: {', '.join(sorted(everything()))}") from None
 
 
 def configure(device="cpu"):
     """Run every check's child on device (the notebook's `device` parameter)."""
-    for exercise in EXERCISES.values():
+    for exercise in everything().values():
         exercise.device = str(device)

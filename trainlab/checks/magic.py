@@ -17,7 +17,7 @@ LAST_SOURCE = {}  # exercise name -> the text of the last %%lab cell run
 def lab(line, cell):
     name = line.strip().split()[0] if line.strip() else ""
     if not name:
-        raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.EXERCISES)))
+        raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.everything())))
     exercise = exercises.get(name)
     LAST_SOURCE[exercise.name] = cell
     exercise.check(cell)  # renders the verdict; returns nothing so it is not shown twice

@@ -1,27 +1,43 @@
 """Module 01's exercises: one per lab in labs/debugging/, each declared once here with its
-hints, how every cause is judged (`trainlab.checks.lab`) and its corpus of wrong fixes.
+hints, how every cause is judged (`trainlab.checks.lab`) and its corpus of wrong fixes and
+correct alternatives.
 
 Used by notebook 01 (`%%lab debugging/nc_two_bugs`, ...). Each hint ladder follows the
 checklist: look at the evidence first, then the category, then the fix.
 """
 
-from trainlab.checks.corpus import Edit, WrongFix, clip_gradients, lower_lr, train_longer
-from trainlab.checks.lab import (MB, LabExercise, Learns, LowPrecisionKept, data_wait_at_most, graph_growth_at_most,
-                                 host_reads_at_most)
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
+from trainlab.checks.lab import (MB, AllParamsOptimized, Fp32MasterWeights, FreshGradients, HostReadsAtMost,
+                                 InputsNormalised, LabelsInformative, LabExercise, Learns, LogitsIntoLoss,
+                                 NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most,
+                                 graph_growth_at_most)
 
-# What "fixed" means for the causes judged by a measured mechanism, shared by labs with the same cause.
+# What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.
 DATA_WAIT = data_wait_at_most(0.3)  # share of the step spent waiting for the next batch
-HOST_READS = host_reads_at_most(8)  # device syncs per step
+HOST_READS = HostReadsAtMost(mean=8, most=16)  # device syncs per step
+STEP = "        optimizer.step()\n"
 
 
-def replace(*pairs, **kwargs):
-    """An Edit of the shipped script: (anchor, new text) pairs."""
-    return Edit(replace=pairs, **kwargs)
+def shipped(*pairs, then=()):
+    """An Edit of the shipped script: (anchor, new text) pairs, then generic edits."""
+    return Edit(replace=pairs, then=then)
+
+
+def fixed(*pairs, then=(), unfixed=()):
+    """An Edit of the solution (some bugs put back with unfixed=)."""
+    return Edit(fixes="all", unfixed=unfixed, replace=pairs, then=then)
+
+
+def raise_lr(factor=10):
+    def edit(text):
+        return lower_lr(text, 1 / factor)
+    edit.__name__ = f"raise_lr({factor})"
+    return edit
 
 
 EXERCISES = [
     LabExercise(
-        "debugging/nc_unnormalised_inputs", mechanisms={"inputs-not-normalised": Learns()},
+        "debugging/nc_unnormalised_inputs", mechanisms={"inputs-not-normalised": InputsNormalised()},
         hints=(
             "Start with the data: print the mean and std of the exact batch the model receives.",
             "The model sees values in the hundreds. Networks without normalisation layers need inputs near zero "
@@ -29,24 +45,45 @@ EXERCISES = [
             "Normalise with the data set's mean and std: x = (x - mean) / std, instead of multiplying by 255.",
         ),
         corpus=(
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
-            WrongFix("a smaller scale", replace(("x = x * 255", "x = x * 25.5"))),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="standard deviation"),
+            WrongFix("a smaller scale", shipped(("x = x * 255", "x = x * 25.5")), kind="partial",
+                     reason="standard deviation"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask"),
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="standard deviation"),
+            WrongFix("a larger Adam eps", shipped(("lr=2e-3)", "lr=2e-3, eps=1e-3)")), kind="mask",
+                     reason="standard deviation"),
+            CorrectAlternative("drop the lines that undo the loader's normalisation", shipped(
+                ('        x = x * std + mean  # the loader normalised; this "restores" raw pixels for display code\n'
+                 "        x = x * 255\n", ""))),
         )),
     LabExercise(
-        "debugging/nc_misaligned_labels", mechanisms={"labels-misaligned": Learns()},
+        "debugging/nc_misaligned_labels", mechanisms={"labels-misaligned": LabelsInformative()},
         hints=(
             "The loss starts at ln 10 and never moves. Look at a batch of images with their labels.",
             "Images and labels are shuffled separately. Does image i still carry its own label?",
             "Draw one permutation and index both images and labels with it.",
         ),
         corpus=(
-            WrongFix("train longer", Edit(then=(train_longer,))),
-            WrongFix("labels left unshuffled", replace(
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="nearest-class-mean"),
+            WrongFix("labels left unshuffled", shipped(
+                ("train_y = images.train_y[torch.randperm(len(images.train_y), generator=g)]",
+                 "train_y = images.train_y")), kind="partial", reason="nearest-class-mean"),
+            WrongFix("images left unshuffled", shipped(
+                ("train_x = images.train_x[torch.randperm(len(images.train_x), generator=g)]",
+                 "train_x = images.train_x")), kind="partial", reason="nearest-class-mean"),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="nearest-class-mean"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask"),
+            CorrectAlternative("no up-front shuffle (the loader shuffles)", shipped(
+                ("train_x = images.train_x[torch.randperm(len(images.train_x), generator=g)]",
+                 "train_x = images.train_x"),
                 ("train_y = images.train_y[torch.randperm(len(images.train_y), generator=g)]",
                  "train_y = images.train_y"))),
+            CorrectAlternative("the same seed for both permutations", shipped(
+                ("train_y = images.train_y[torch.randperm(",
+                 "g = torch.Generator().manual_seed(1)\ntrain_y = images.train_y[torch.randperm("))),
         )),
     LabExercise(
-        "debugging/nc_softmax_before_loss", mechanisms={"softmax-before-cross-entropy": Learns()},
+        "debugging/nc_softmax_before_loss", mechanisms={"softmax-before-cross-entropy": LogitsIntoLoss()},
         min_gap_closed=0.75,
         hints=(
             "Look at the model's outputs: are they logits or probabilities? Do rows sum to 1?",
@@ -54,66 +91,124 @@ EXERCISES = [
             "Remove the final nn.Softmax; keep the model's raw logits.",
         ),
         corpus=(
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
-            WrongFix("NLLLoss on the probabilities", replace(("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.NLLLoss()"))),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="probabilities"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask", reason="probabilities"),
+            WrongFix("NLLLoss on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.NLLLoss()"))),
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="probabilities"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="probabilities"),
+            CorrectAlternative("LogSoftmax with NLLLoss", shipped(
+                ("nn.Softmax(dim=1))", "nn.LogSoftmax(dim=1))"), ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.NLLLoss()"))),
+            CorrectAlternative("nll_loss of the log of the probabilities", shipped(
+                ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = lambda probs, y: nn.functional.nll_loss(torch.log(probs), y)"))),
         )),
     LabExercise(
-        "debugging/nc_zero_init", mechanisms={"zero-initialisation": Learns()},
+        "debugging/nc_zero_init", mechanisms={"zero-initialisation": NoConstantWeights()},
         hints=(
             "Print each layer's weight std before training, and the share of ReLU outputs that are zero.",
             "All weights equal means every unit computes the same thing; zero BatchNorm weights output zero.",
             "Use the default initialisation: call reset_parameters() on every layer (or do not zero them).",
         ),
         corpus=(
-            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),))),
-            WrongFix("a small constant instead of zero", replace(("nn.init.zeros_(p)", "nn.init.constant_(p, 0.01)"))),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="constant"),
+            WrongFix("a small constant instead of zero", shipped(("nn.init.zeros_(p)", "nn.init.constant_(p, 0.01)")),
+                     reason="constant"),
+            WrongFix("ones instead of zero", shipped(("nn.init.zeros_(p)", "nn.init.ones_(p)")), reason="constant"),
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="constant"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask"),
+            CorrectAlternative("no zeroing: PyTorch's default initialisation", shipped(
+                ("for p in model.parameters():\n    nn.init.zeros_(p)\n", ""))),
+            CorrectAlternative("Kaiming-normal weights, zero biases", shipped((
+                "for p in model.parameters():\n    nn.init.zeros_(p)\n",
+                "for m in model.modules():\n    if isinstance(m, (nn.Conv2d, nn.Linear)):\n"
+                "        nn.init.kaiming_normal_(m.weight)\n        nn.init.zeros_(m.bias)\n"))),
         )),
     LabExercise(
-        "debugging/nc_optimizer_stale_params", mechanisms={"params-not-in-optimizer": Learns()},
+        "debugging/nc_optimizer_stale_params", mechanisms={"params-not-in-optimizer": AllParamsOptimized()},
         hints=(
             "Check parameter coverage: is every parameter the forward pass uses in an optimizer param group?",
             "The optimizer was built over a model that is then replaced.",
             "Build the optimizer after the final model exists, over that model's parameters.",
         ),
         corpus=(
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
-            WrongFix("zero the model's gradients instead", replace(("        optimizer.zero_grad()\n",
-                                                                   "        model.zero_grad()\n"))),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="in no optimizer"),
+            WrongFix("zero the model's gradients instead", shipped(("        optimizer.zero_grad()\n",
+                                                                   "        model.zero_grad()\n")), reason="in no optimizer"),
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="in no optimizer"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="in no optimizer"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask", reason="in no optimizer"),
+            CorrectAlternative("no second model", shipped(
+                ("optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\nmodel = make_model()\n",
+                 "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n"))),
         )),
     LabExercise(
-        "debugging/nc_schedule_per_batch", mechanisms={"lr-schedule-too-fast": Learns()},
+        "debugging/nc_schedule_per_batch", mechanisms={"lr-schedule-too-fast": ScheduleMatches()},
+        max_train=4800,  # 75 steps an epoch: the check's 200 steps cross the schedule's first decay
         hints=(
             "Plot the learning rate per step.",
             "StepLR's step_size counts calls to scheduler.step(). Here it is called every batch.",
             "Call scheduler.step() once per epoch, after the inner loop.",
         ),
         corpus=(
-            WrongFix("train longer", Edit(then=(train_longer,))),
-            WrongFix("a slower decay", replace(("step_size=2,", "step_size=20,"))),
+            WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="learning rate at step"),
+            WrongFix("a slower per-batch decay", shipped(("step_size=2,", "step_size=200,")), kind="mask",
+                     reason="learning rate at step"),
+            WrongFix("stepped at the start of each epoch", Edit(fixes="all", replace=(
+                ("    train_loader.set_epoch(epoch)\n", "    train_loader.set_epoch(epoch)\n    scheduler.step()\n"),
+                ("    scheduler.step()  # once per epoch, as StepLR's step_size counts epochs\n", ""))),
+                kind="mask", reason="learning rate at step"),
+            WrongFix("no scheduler", shipped(("        scheduler.step()\n", "")), kind="deletion",
+                     reason="learning rate at step"),
+            WrongFix("a gentler per-batch gamma", shipped(("gamma=0.1", "gamma=0.99")), kind="mask",
+                     reason="learning rate at step"),
+            CorrectAlternative("MultiStepLR stepped per epoch", fixed(
+                ("torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)",
+                 "torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2], gamma=0.1)"))),
+            CorrectAlternative("stepped per batch, with step_size in batches", shipped(
+                ("step_size=2,", "step_size=2 * len(train_loader),"))),
         )),
     LabExercise(
-        "debugging/nc_two_bugs", mechanisms={"labels-misaligned": Learns(), "missing-zero-grad": Learns()},
+        "debugging/nc_two_bugs", mechanisms={"labels-misaligned": LabelsInformative(), "missing-zero-grad": FreshGradients()},
         hints=(
             "Two bugs. Check the data (image/label pairs) and the optimizer step (are gradients cleared?).",
             "The labels stay in the old order while images are reordered; and zero_grad() is never called.",
             "Index labels with the same permutation, and call optimizer.zero_grad() before backward().",
         ),
         corpus=(
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
-            WrongFix("only the labels fixed", Edit(fixes="all", unfixed=("missing-zero-grad",))),
-            WrongFix("only zero_grad fixed", Edit(fixes="all", unfixed=("labels-misaligned",))),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="nearest-class-mean"),
+            WrongFix("only the labels fixed", fixed(unfixed=("missing-zero-grad",)), kind="partial", reason=".grad"),
+            WrongFix("only zero_grad fixed", fixed(unfixed=("labels-misaligned",)), kind="partial",
+                     reason="nearest-class-mean"),
+            WrongFix("labels fixed, gradients clipped", fixed(unfixed=("missing-zero-grad",), then=(clip_gradients(1.0),)),
+                     kind="mask", reason="gradient clipping"),
+            WrongFix("labels fixed, a lower learning rate", fixed(unfixed=("missing-zero-grad",), then=(lower_lr,)),
+                     kind="mask", reason=".grad"),
+            CorrectAlternative("set_to_none=False", fixed(("optimizer.zero_grad()", "optimizer.zero_grad(set_to_none=False)"))),
+            CorrectAlternative("gradients cleared after the step", fixed(
+                ("        optimizer.zero_grad()  # gradients accumulate across steps without it\n", ""),
+                (STEP, STEP + "        optimizer.zero_grad()\n"))),
         )),
     LabExercise(
-        "debugging/nan_lr_too_high", mechanisms={"lr-too-high": Learns()}, max_steps=300,
+        "debugging/nan_lr_too_high", mechanisms={"lr-too-high": Learns()},
         hints=(
             "When does the loss first become non-finite? Look at the gradient norm just before.",
             "The loss explodes within ten steps: the updates are far too large. Run an LR range test.",
             "Use a learning rate around 0.03 for SGD with momentum here.",
         ),
         corpus=(
-            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),))),
-            WrongFix("Adam at the same learning rate", replace(
-                ("torch.optim.SGD(model.parameters(), lr=2.0, momentum=0.9)", "torch.optim.Adam(model.parameters(), lr=2.0)"))),
+            WrongFix("clip hard, keep the learning rate", Edit(then=(clip_gradients(0.01),)), kind="mask",
+                     reason="gradient clipping"),
+            WrongFix("Adam at the same learning rate", shipped(
+                ("torch.optim.SGD(model.parameters(), lr=4.0, momentum=0.9)", "torch.optim.Adam(model.parameters(), lr=4.0)")),
+                reason="test accuracy"),
+            WrongFix("a learning rate 10x lower, still too high", Edit(then=(lower_lr,)), kind="partial",
+                     reason="test accuracy"),
+            WrongFix("nan_to_num on the loss", shipped(("        loss = loss_fn(model(x), y)\n",
+                                                        "        loss = torch.nan_to_num(loss_fn(model(x), y))\n")),
+                     kind="mask", reason="test accuracy"),
+            WrongFix("weight decay", shipped(("lr=4.0, momentum=0.9)", "lr=4.0, momentum=0.9, weight_decay=1e-3)")),
+                     kind="mask", reason="non-finite"),
+            CorrectAlternative("a learning rate of 0.01", fixed(("lr=0.03", "lr=0.01"))),
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         )),
     LabExercise(
         "debugging/nan_unstable_loss", mechanisms={"unstable-loss": Learns()},
@@ -123,13 +218,25 @@ EXERCISES = [
             "Use log_softmax and F.kl_div (which defines 0 * log 0 = 0), or simply F.cross_entropy.",
         ),
         corpus=(
-            WrongFix("nan_to_num on the loss", replace(("return (t * torch.log(t / p)).sum(dim=1).mean()",
-                                                        "return torch.nan_to_num((t * torch.log(t / p)).sum(dim=1).mean())"))),
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
-            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),))),
+            WrongFix("nan_to_num on the loss", shipped(("return (t * torch.log(t / p)).sum(dim=1).mean()",
+                                                        "return torch.nan_to_num((t * torch.log(t / p)).sum(dim=1).mean())")),
+                     kind="mask", reason="test accuracy"),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="non-finite"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="non-finite"),
+            WrongFix("clamp the probabilities", shipped(("torch.log(t / p)", "torch.log(t / p.clamp(min=1e-8))")),
+                     reason="non-finite"),
+            WrongFix("the loss in float64", shipped(("p = torch.softmax(logits, dim=1)",
+                                                     "p = torch.softmax(logits.double(), dim=1)"),
+                                                    ("t = nn.functional.one_hot(target, 10).float()",
+                                                     "t = nn.functional.one_hot(target, 10).double()")),
+                     kind="mask", reason="non-finite"),
+            CorrectAlternative("cross-entropy on the logits", shipped(
+                ("    return (t * torch.log(t / p)).sum(dim=1).mean()",
+                 "    return nn.functional.cross_entropy(logits, target)"))),
+            CorrectAlternative("an epsilon inside the log", shipped(("torch.log(t / p)", "torch.log((t + 1e-12) / p)"))),
         )),
     LabExercise(
-        "debugging/nan_fp16_weights", mechanisms={"fp16-master-weights": LowPrecisionKept()}, max_steps=250,
+        "debugging/nan_fp16_weights", mechanisms={"fp16-master-weights": Fp32MasterWeights()},
         hints=(
             "Which dtype are the weights and the optimizer state in? What is 1e-8 in fp16?",
             "With fp16 master weights, Adam's eps rounds to 0 and small updates vanish: keep the weights in fp32.",
@@ -137,42 +244,103 @@ EXERCISES = [
             "and use torch.amp.GradScaler for backward and step.",
         ),
         corpus=(
-            WrongFix("switch to fp32", replace(("make_model().half()", "make_model()"), ("model(x.half())", "model(x)")),
-                     reason="mixed precision is off"),
-            WrongFix("lower the learning rate", Edit(then=(lower_lr,))),
+            WrongFix("switch to fp32", shipped(("make_model().half()", "make_model()"), ("model(x.half())", "model(x)")),
+                     kind="mask", reason="compute in float32"),
+            WrongFix("a larger Adam eps, weights still fp16", shipped(("lr=1e-3)", "lr=1e-3, eps=1e-4)")), kind="mask",
+                     reason="float16 parameters"),
+            WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask"),
+            WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask"),
+            WrongFix("a loss scaler, weights still fp16", shipped(
+                ("        loss.backward()\n        optimizer.step()\n",
+                 "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n"),
+                ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss()\nscaler = torch.amp.GradScaler(device.type)")),
+                kind="partial", verdict="error", reason="FP16 gradients"),
+            CorrectAlternative("bf16 autocast (no scaler needed)", shipped(
+                ("make_model().half()", "make_model()"),
+                ("        logits = model(x.half())\n",
+                 "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"))),
         )),
     LabExercise(
-        "debugging/slow_starved_loader", mechanisms={"data-loader-starves": DATA_WAIT},
+        "debugging/slow_starved_loader", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
         hints=(
             "Profile a step: how much of it is spent waiting for the next batch?",
             "Per-sample PIL transforms in Python, with no worker processes, cannot keep up with this model.",
             "Keep the data on the device and augment whole batches: trainlab.data.DeviceLoader.",
         ),
         corpus=(
-            WrongFix("bigger batches", replace(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
-                     reason="waiting for data"),
+            WrongFix("bigger batches", shipped(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
+                     kind="mask", reason="waiting for the next batch"),
+            WrongFix("pin_memory", shipped(("batch_size=256, shuffle=True", "batch_size=256, shuffle=True, pin_memory=True")),
+                     kind="mask", reason="waiting for the next batch"),
+            WrongFix("no shuffling", shipped(("batch_size=256, shuffle=True", "batch_size=256, shuffle=False")),
+                     kind="mask", reason="waiting for the next batch"),
+            WrongFix("log less often", shipped(("if step % 20 == 0:", "if step % 200 == 0:")), kind="mask",
+                     reason="waiting for the next batch"),
+            CorrectAlternative("a DataLoader that indexes whole batches of prepared tensors", shipped((
+                "train_loader = DataLoader(train_set, batch_size=256, shuffle=True)",
+                "from torch.utils.data import BatchSampler, RandomSampler, TensorDataset\n"
+                "scale = torch.tensor(images.std).view(1, 3, 1, 1) * 255\n"
+                "prepared = (images.train_x.float() - torch.tensor(images.mean).view(1, 3, 1, 1) * 255) / scale\n"
+                "batches = BatchSampler(RandomSampler(range(len(images.train_y))), batch_size=256, drop_last=True)\n"
+                "train_loader = DataLoader(TensorDataset(prepared, images.train_y), sampler=batches, batch_size=None)"))),
         )),
     LabExercise(
-        "debugging/slow_host_syncs", mechanisms={"host-syncs-in-loop": HOST_READS},
+        "debugging/slow_host_syncs", max_steps=120,
+        mechanisms={"host-syncs-in-loop": (HOST_READS, ReportKept(("seen", "hits", "top3_hits", "class_loss",
+                                                                    "confidence", "confusion")))},
         hints=(
             "Count host reads per step: every int(), float(), .item() of a tensor is one.",
             "The bookkeeping loop reads several tensor elements per sample, every step.",
             "Do the same bookkeeping with tensor ops on the device: torch.bincount.",
         ),
         corpus=(
-            WrongFix("every other sample", replace(("for i in range(len(y)):", "for i in range(0, len(y), 2):")),
-                     reason="host reads"),
+            WrongFix("every other sample", shipped(("for i in range(len(y)):", "for i in range(0, len(y), 2):")),
+                     kind="partial", reason="host reads"),
+            WrongFix("the report every fourth step", shipped(("        for i in range(len(y)):",
+                                                              "        for i in range(len(y) if step % 4 == 0 else 0):")),
+                     kind="mask", reason="host reads"),
+            WrongFix("no per-class report", Edit(fixes="all", replace=tuple((line, "") for line in (
+                "        confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)  # the same, on the device\n",
+                "        class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)\n",
+                "        confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)\n",
+                "        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n",
+                "        seen, hits = confusion.sum(1), confusion.diag()  # both follow from the confusion matrix\n"))),
+                kind="deletion", reason="sums to"),
+            WrongFix("under torch.no_grad()", shipped(("        for i in range(len(y)):",
+                                                       "        with torch.no_grad():\n          for i in range(len(y)):")),
+                     kind="mask", reason="host reads"),
+            WrongFix("top-1 counts only", Edit(fixes="all", replace=(
+                ("        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n", ""),)),
+                kind="partial", reason="top3_hits"),
+            CorrectAlternative("one bulk transfer per tensor per step", shipped(
+                ("        for i in range(len(y)):\n",
+                 "        y_, pred_, top3_ = y.tolist(), pred.tolist(), top3.tolist()\n"
+                 "        loss_, probs_ = per_sample.tolist(), probs.tolist()\n"
+                 "        for i in range(len(y_)):\n"),
+                ("            label = int(y[i])\n", "            label = y_[i]\n"),
+                ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += int(pred_[i] == label)\n"),
+                ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += int(label in top3_[i])\n"),
+                ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += loss_[i]\n"),
+                ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += probs_[i][label]\n"),
+                ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, pred_[i]] += 1\n"))),
         )),
     LabExercise(
-        "debugging/slow_two_bugs", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": HOST_READS},
+        "debugging/slow_two_bugs", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
+            HOST_READS, ReportKept(("seen", "hits")))}, max_steps=120,
         hints=(
             "Two bottlenecks. Profile a step: waiting for data, and host reads per step.",
             "The DataLoader transforms one sample at a time in Python; the bookkeeping loop reads tensor elements.",
             "Use DeviceLoader for the data and torch.bincount for the bookkeeping.",
         ),
         corpus=(
-            WrongFix("only the loader fixed", Edit(fixes=("data-loader-starves",)), reason="host reads"),
-            WrongFix("only the host reads fixed", Edit(fixes=("host-syncs-in-loop",)), reason="waiting for data"),
+            WrongFix("only the loader fixed", Edit(fixes=("data-loader-starves",)), kind="partial", reason="host reads"),
+            WrongFix("only the host reads fixed", Edit(fixes=("host-syncs-in-loop",)), kind="partial",
+                     reason="waiting for the next batch"),
+            WrongFix("bigger batches", shipped(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
+                     kind="mask", reason="waiting for the next batch"),
+            WrongFix("loader fixed, no per-class report", Edit(fixes="all", replace=(
+                ("        seen += torch.bincount(y, minlength=10)  # on the device, no host reads\n", ""),
+                ("        hits += torch.bincount(y[pred == y], minlength=10)\n", ""))), kind="deletion", reason="sums to"),
         )),
     LabExercise(
         "debugging/mem_graph_kept_alive", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
@@ -182,10 +350,24 @@ EXERCISES = [
             "Call loss.backward() without retain_graph and store loss.item() in the history.",
         ),
         corpus=(
-            WrongFix("del loss at the end of the step", replace((
+            WrongFix("del loss at the end of the step", shipped((
                 'print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")\n',
                 'print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")\n        del loss\n')), reason="grows"),
-            WrongFix("gc.collect() every step", replace(
-                ("history.append(loss)", "history.append(loss)\n        import gc; gc.collect()")), reason="grows"),
+            WrongFix("clear the history every epoch", shipped(
+                ("    train_loader.set_epoch(epoch)\n", "    train_loader.set_epoch(epoch)\n    history.clear()\n")),
+                kind="mask", reason="grows"),
+            WrongFix("keep only the last 100 losses", shipped(
+                ("history.append(loss)", "history.append(loss)\n        history = history[-100:]")), kind="mask",
+                reason="grows"),
+            WrongFix("empty the CUDA cache", shipped(
+                ("history.append(loss)", "history.append(loss)\n        torch.cuda.empty_cache()")), kind="mask",
+                reason="grows"),
+            WrongFix("smaller batches", shipped(("train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=64,",
+                                                 "train_loader = DeviceLoader(images.train_x, images.train_y, batch_size=16,")),
+                     kind="mask", reason="grows"),
+            CorrectAlternative("detached losses in the history", shipped(("history.append(loss)",
+                                                                          "history.append(loss.detach())"))),
+            CorrectAlternative("retain_graph kept, floats in the history", shipped(("history.append(loss)",
+                                                                                   "history.append(loss.item())"))),
         )),
 ]

@@ -32,6 +32,7 @@ _C10D = {  # c10d op name -> (kind, index of the full-size tensor among the op's
     "alltoall_base_": ("all_to_all", 1),  # (output, input, group, output splits, input splits, ...)
     "send": ("send", 0),
     "_allgather_base_": ("all_gather", 0),  # (output, input): output is the full tensor
+    "allgather_": ("all_gather", 0),  # ([[outputs]], [inputs]): dist.all_gather into a list
     "allgather_into_tensor_coalesced_": ("all_gather", 0),
     "_reduce_scatter_base_": ("reduce_scatter", 1),  # (output, input): input is the full tensor
     "reduce_scatter_tensor_coalesced_": ("reduce_scatter", 1),

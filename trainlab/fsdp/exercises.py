@@ -30,7 +30,7 @@ import torch
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Verdict, same_text
-from trainlab.checks.corpus import Edit, WrongFix
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 from trainlab.fsdp.runs import max_state_diff
 from trainlab.models import ModelConfig, build_model
 
@@ -43,6 +43,7 @@ MISTAKES = {
     "partial-collective": "every rank joins every collective",
 }
 TIMEOUT_WORDS = ("timed out", "timeout", "connection closed", "connection reset", "connection refused")
+DEPTH = 6  # transformer blocks of the lab's model in the check's run: FSDP units needed = DEPTH + 1
 
 
 HINTS = (
@@ -74,7 +75,7 @@ CORPUS = (
     WrongFix("optimizer over a fresh model", _solution_with(  # after sharding, but not over the sharded model
         "optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding",
         "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after"),
-        verdict="error", reason="KeyError"),  # the state dict of an optimizer over foreign parameters fails
+        reason="first: optimizer-before-sharding"),
     WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
         '            if step % args.log_every == 0:\n                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
         '            if ctx.is_main and step % args.log_every == 0:\n'
@@ -84,15 +85,24 @@ CORPUS = (
         "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",
         'torch.save(model.state_dict(), args.ckpt_dir / f"rank{ctx.rank}-step{step}.pt")'),
         reason="first: rank0-checkpoint"),
+    WrongFix("all blocks in one unit", _solution_with(  # 2 units (blocks, root) for 7 modules' worth of weights
+        "            for block in blocks:\n                fully_shard(block, **kw)\n", "            fully_shard(blocks, **kw)\n"),
+        kind="partial", reason="first: root-only-wrap"),
     # Each mistake alone: the check must blame it and pass the other four.
-    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), reason=f"1 of 5 still open; first: {m}")
+    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), kind="partial", reason=f"1 of 5 still open; first: {m}")
       for m in ("root-only-wrap", "same-data-every-rank", "rank0-checkpoint")),
-    # A hang leaves the other four unjudged; an optimizer over the replaced parameters crashes the
-    # state dict before anything is judged (so far reported as the learner's error, not attributed).
-    WrongFix("only partial-collective left", Edit(fixes="all", unfixed=("partial-collective",)),
+    # A hang leaves the other four unjudged; an optimizer over the replaced parameters makes the
+    # state dict fail later: the check judges what it saw at the first step, not the crash.
+    WrongFix("only partial-collective left", Edit(fixes="all", unfixed=("partial-collective",)), kind="partial",
              reason="5 of 5 still open; first: partial-collective"),
     WrongFix("only optimizer-before-sharding left", Edit(fixes="all", unfixed=("optimizer-before-sharding",)),
-             verdict="error", reason="KeyError"),
+             kind="partial", reason="first: optimizer-before-sharding"),
+    CorrectAlternative("no resharding after forward (ZeRO-2)", _solution_with(
+        "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False")),
+    CorrectAlternative("attention and MLP wrapped apart, then each block", _solution_with(
+        "                fully_shard(block, **kw)\n",
+        "                fully_shard(block.attn, **kw)\n                fully_shard(block.mlp, **kw)\n"
+        "                fully_shard(block, **kw)\n")),
 )
 
 
@@ -112,16 +122,18 @@ class FsdpLabExercise(Exercise):
             tmp = Path(tmp)
             script = tmp / "train.py"
             script.write_text(source)
-            run = ["--mode", "fsdp2", "--steps", str(self.steps), "--log-every", "2"]
+            run = ["--mode", "fsdp2", "--steps", str(self.steps), "--log-every", "2", "--depth", str(DEPTH)]
             spec = {"_pg_timeout": self.pg_timeout,
                     "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
                     "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
             (tmp / "spec.json").write_text(json.dumps(spec))
-            result = runner.run_distributed(module="trainlab.distributed.suite", nproc=self.world_size,
+            result = runner.run_distributed(module="trainlab.fsdp.labcheck", nproc=self.world_size,
                                             args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
                                             timeout=self.timeout, stream=False)
+            observed = tmp / "out" / "observed.json"
             out = {"ok": result.ok, "error": result.error, "output": result.output[-4000:],
-                   "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists()}
+                   "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists(),
+                   "observed": json.loads(observed.read_text()) if observed.exists() else {"units": [], "optimizer": None}}
             for name in ("run", "resumed"):
                 if (tmp / "out" / f"{name}.json").exists():
                     out[name] = json.loads((tmp / "out" / f"{name}.json").read_text())
@@ -151,7 +163,8 @@ class FsdpLabExercise(Exercise):
 
     # ------------------------------------------------------------------ judging
     def judge_mistakes(self, m):
-        """{mistake id: Verdict} from one measurement."""
+        """{mistake id: Verdict} from one measurement. What was observed at setup (the FSDP
+        units, what the optimizer steps) is judged even when the run failed later."""
         if not m["ok"]:
             return self._judge_failed_run(m)
         ref, run = self.reference, m["run"]
@@ -163,16 +176,18 @@ class FsdpLabExercise(Exercise):
         elif not math.isclose(sum(fingerprints), ref["fingerprint"], rel_tol=1e-9):
             verdicts["same-data-every-rank"] = self._no(
                 "same-data-every-rank", f"the ranks' batches differ but together are not the global batch (sum "
-                f"{sum(fingerprints):.1f}, one process: {ref['fingerprint']:.1f}): shard one shuffle, don't reshuffle per rank")
+                f"{sum(fingerprints):.1f}, one process: {ref['fingerprint']:.1f})")
         else:
             verdicts["same-data-every-rank"] = self._yes("same-data-every-rank", "disjoint shares that make up the global batch")
 
         moved = max_state_diff(m["run_state"]["model"], ref["initial"])
         drift = max_state_diff(m["run_state"]["model"], ref["state"])
-        if moved == 0:
+        plain = _plain_optimizer_tensors(m)
+        if plain:
+            verdicts["optimizer-before-sharding"] = plain
+        elif moved == 0:
             verdicts["optimizer-before-sharding"] = self._no(
-                "optimizer-before-sharding", "the parameters never changed: the optimizer holds the parameters "
-                "fully_shard replaced, not the sharded ones the model trains")
+                "optimizer-before-sharding", f"the model's parameters never changed in {self.steps} steps")
         elif verdicts["same-data-every-rank"].passed and drift > 1e-5:
             verdicts["optimizer-before-sharding"] = self._no(
                 "optimizer-before-sharding", f"training differs from one process on the same batches by {drift:.1e} "
@@ -182,19 +197,16 @@ class FsdpLabExercise(Exercise):
                 "optimizer-before-sharding", f"parameters moved by up to {moved:.1e} and match one process within {drift:.1e}")
 
         gathers = run["ranks"][0]["comm"].get("all_gather", {}).get("calls", 0)
-        if gathers <= 2:
-            verdicts["root-only-wrap"] = self._no(
-                "root-only-wrap", f"{gathers} all-gathers per step: one FSDP unit, so the whole model is gathered at once "
-                "in forward and again in backward")
-        else:
-            verdicts["root-only-wrap"] = self._yes("root-only-wrap", f"{gathers} all-gathers per step (one per unit, "
-                                                   "forward and backward)")
+        verdicts["root-only-wrap"] = _units(m) or (
+            self._no("root-only-wrap", f"{gathers} all-gathers per step for a model of {DEPTH} blocks")
+            if gathers < DEPTH else self._yes("root-only-wrap", f"{len(m['observed']['units'])} FSDP units, "
+                                              f"{gathers} all-gathers per step"))
 
         resumed = m.get("resumed", {}).get("resumed_from", 0)
         if not m["latest"] or resumed != self.steps:
             verdicts["rank0-checkpoint"] = self._no(
-                "rank0-checkpoint", "a fresh run found no complete sharded checkpoint to resume from (resumed from "
-                f"step {resumed}); every rank must take part in saving its shards")
+                "rank0-checkpoint", "a fresh run found no complete sharded checkpoint to resume from (it resumed from "
+                f"step {resumed})")
         elif max_state_diff(m["resumed_state"]["model"], m["run_state"]["model"]) != 0:
             verdicts["rank0-checkpoint"] = self._no("rank0-checkpoint", "the resumed model differs from the saved one")
         else:
@@ -203,17 +215,20 @@ class FsdpLabExercise(Exercise):
         return verdicts
 
     def _judge_failed_run(self, m):
+        """A run that hung or raised: what setup showed is judged; the rest is not."""
         error = m["error"] or "the run failed"
         hung = m["timed_out"] or any(word in error.lower() for word in TIMEOUT_WORDS)  # the first failing rank's error
+        observed = {"optimizer-before-sharding": _plain_optimizer_tensors(m), "root-only-wrap": _units(m)}
         verdicts = {}
         for mistake in MISTAKES:
-            if hung:
-                kind = "incorrect" if mistake == "partial-collective" else "not attempted"
-                message = ("a rank waited in a collective the others never called: " + error
-                           if mistake == "partial-collective" else "not judged: the run did not finish")
+            if observed.get(mistake):
+                verdicts[mistake] = observed[mistake]
+            elif hung and mistake == "partial-collective":
+                verdicts[mistake] = self._no(mistake, "a rank waited in a collective the others never called: " + error)
+            elif hung or any(observed.values()):  # the crash follows from what was observed, or the run hung
+                verdicts[mistake] = Verdict(f"{LAB}: {mistake}", "not attempted", f"not judged: the run stopped ({error})")
             else:
-                kind, message = "error", error
-            verdicts[mistake] = Verdict(f"{LAB}: {mistake}", kind, message, m["output"][-1500:] if kind == "error" else "")
+                verdicts[mistake] = Verdict(f"{LAB}: {mistake}", "error", error, m["output"][-1500:])
         return verdicts
 
     def _yes(self, mistake, message):
@@ -235,6 +250,26 @@ class FsdpLabExercise(Exercise):
         first = failing[0]
         return Verdict(LAB, first.kind, f"{len(failing)} of 5 still open; first: {first.exercise.split(': ')[1]}: "
                        f"{first.message}", table)
+
+
+def _plain_optimizer_tensors(m):
+    """An incorrect verdict when the optimizer stepped plain tensors while the model was sharded."""
+    seen, units = m["observed"]["optimizer"], m["observed"]["units"]
+    if seen and units and seen["sharded"] < seen["tensors"]:
+        return Verdict(f"{LAB}: optimizer-before-sharding", "incorrect",
+                       f"at the first step the optimizer updates {seen['tensors'] - seen['sharded']} plain tensors and "
+                       f"{seen['sharded']} sharded ones (DTensors), while the model's parameters are sharded")
+    return None
+
+
+def _units(m):
+    """An incorrect verdict when the model has fewer FSDP units than blocks plus the root."""
+    units = m["observed"]["units"]
+    if units and len(units) < DEPTH + 1:
+        return Verdict(f"{LAB}: root-only-wrap", "incorrect",
+                       f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} (fully_shard calls, wrapping "
+                       f"{', '.join(map(str, units))} module{'s' if sum(units) > 1 else ''}) for a model of {DEPTH} blocks")
+    return None
 
 
 def _initial_state(args):

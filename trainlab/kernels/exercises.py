@@ -6,7 +6,7 @@
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import Edit, WrongFix
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 
 
 class KernelLabExercise(Exercise):
@@ -54,6 +54,14 @@ def _findings(measured, result):
     return "\n".join(f"{r['check']:>14} {r['case']:<22} {r['result']:<5} {r['detail']}" for r in rows)
 
 
+def shipped(*pairs):
+    return Edit(replace=pairs)
+
+
+def fixed(*pairs):
+    return Edit(fixes="all", replace=pairs)
+
+
 EXERCISES = [
     KernelLabExercise(
         "kernels/softmax_mask",
@@ -64,15 +72,32 @@ EXERCISES = [
             "Load masked lanes as -inf: they cannot raise the maximum and exp(-inf) adds 0 to the sum.",
         ),
         corpus=(
-            WrongFix("fill masked lanes with 1.0", Edit(replace=(("other=0.0)", "other=1.0)"),)), reason="fail"),
-            WrongFix("a kernel that raises", Edit(replace=(("e = tl.exp(x)", "e = tl.exp(x, y)"),)), verdict="error"),
+            WrongFix("fill masked lanes with 1.0", shipped(("other=0.0)", "other=1.0)")), reason="checks fail"),
+            WrongFix("mask only the sum", shipped(("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")),
+                     kind="partial", reason="values near -200"),
+            WrongFix("fill masked lanes with -1", shipped(("other=0.0)", "other=-1.0)")), kind="partial",
+                     reason="checks fail"),
+            WrongFix("a kernel that raises", shipped(("e = tl.exp(x)", "e = tl.exp(x, y)")), verdict="error"),
+            CorrectAlternative("masked lanes set to -inf after the load", shipped(
+                ("    x = x - tl.max(x, axis=0)\n", '    x = tl.where(mask, x, float("-inf"))\n    x = x - tl.max(x, axis=0)\n'))),
         )),
     KernelLabExercise(
         "kernels/rmsnorm_stride",
         hints=(
-            "Only the 'strided input' case fails: the input is a slice of a wider tensor.",
+            "Only the layout cases fail: the input is a slice of a wider tensor, or a transposed one.",
             "Where does row r start in memory when x is x_wide[:, :C]? x.stride(0) is not C.",
             "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is new and contiguous.",
+        ),
+        corpus=(
+            # out-of-bounds accesses: the process dies (a GPU raises an illegal memory access)
+            WrongFix("the input's stride for the output too", fixed(
+                ("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")), verdict="error"),
+            WrongFix("mask up to the row stride", fixed(("    mask = cols < C\n", "    mask = cols < stride_x\n")),
+                     verdict="error"),
+            WrongFix("the mean over the row stride", fixed(("/ C + eps)", "/ stride_x + eps)")), reason="checks fail"),
+            WrongFix("a kernel that raises", fixed(("rms = tl.sqrt(", "rms = tl.sqrtt(")), verdict="error"),
+            CorrectAlternative("a contiguous copy in the wrapper", shipped(("    M, C = x.shape\n",
+                                                                           "    x = x.contiguous()\n    M, C = x.shape\n"))),
         )),
     KernelLabExercise(
         "kernels/fake_speedup",
@@ -80,5 +105,23 @@ EXERCISES = [
             "launch() returns as soon as the work is queued. What does the clock measure, then?",
             "The stream.synchronize() after the loop is outside the timed region.",
             "Call stream.synchronize() after launch() and before reading the clock again.",
+        ),
+        corpus=(
+            WrongFix("synchronise before starting the clock", shipped(
+                ("        t0 = time.perf_counter()\n", "        stream.synchronize()\n        t0 = time.perf_counter()\n")),
+                reason="the work took"),
+            WrongFix("ten times the repeats", shipped(("    for _ in range(repeats):\n", "    for _ in range(10 * repeats):\n")),
+                     kind="mask", reason="the work took"),
+            WrongFix("a warm-up launch", shipped(("    times = []\n", "    stream.launch(fn)\n    stream.synchronize()\n"
+                                                                    "    times = []\n")), kind="mask", reason="the work took"),
+            WrongFix("the fastest launch instead of the median", shipped(("return statistics.median(times)", "return min(times)")),
+                     kind="mask", reason="the work took"),
+            CorrectAlternative("all launches timed together, then one wait", shipped(
+                ("    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n        stream.launch(fn)\n"
+                 "        times.append(time.perf_counter() - t0)\n    stream.synchronize()  # wait before returning, so no work is "
+                 "left running\n    return statistics.median(times)\n",
+                 "    t0 = time.perf_counter()\n    for _ in range(repeats):\n        stream.launch(fn)\n"
+                 "    stream.synchronize()  # the work is done: now the clock counts all of it\n"
+                 "    return (time.perf_counter() - t0) / repeats\n"))),
         )),
 ]

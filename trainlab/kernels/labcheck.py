@@ -20,6 +20,7 @@ from trainlab import atomic
 from trainlab.kernels import timing, validate
 
 ROW_SHAPES = [(1, 1), (1, 3), (4, 16), (7, 10), (8, 1024), (3, 1025), (37, 1000)]
+SHIFTED_SHAPES = [(4, 16), (7, 10)]  # a power of two and not
 
 
 def _rows(shape, dtype, generator):
@@ -42,10 +43,26 @@ SIZES = (1 << 22, 1 << 26)  # float32 elements: 16 MB and 256 MB, both beyond th
 ROUNDS = 3  # the sizes interleaved, the fastest round kept: a busy machine slows rounds, it never speeds one up
 
 
+def _far_below_zero(spec):
+    """The same kernel on rows around -200: exp(x - 0) underflows there, so a fill value of 0
+    that joins the row's maximum shows (as 0/0) even where it hides on rows around 0."""
+    def inputs(shape, dtype, generator):
+        args = spec.inputs(shape, dtype, generator)
+        return [args[0] - 200, *args[1:]]
+
+    return validate.Spec(f"{spec.name}, rows around -200", inputs, spec.run, spec.reference, SHIFTED_SHAPES,
+                         noncontiguous=False)
+
+
 def judge_kernel(lab, namespace):
     entry, make_spec = KERNEL_LABS[lab]
     device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton needs CUDA tensors
-    report = validate.validate(make_spec(namespace[entry]), specials=False, device=device)
+    spec = make_spec(namespace[entry])
+    report = validate.validate(spec, specials=False, device=device)
+    shifted = validate.validate(_far_below_zero(spec), specials=False, device=device).results
+    for result in shifted:
+        result.check = "values near -200"
+    report.results += shifted
     raised = [r for r in report.results if r.traceback]
     if raised:  # the learner's kernel raised: an error, not a wrong answer
         return {"error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",
@@ -68,8 +85,8 @@ def judge_benchmark(namespace, repeats=9):
     reported, waited = {n: min(v) for n, v in reported.items()}, {n: min(v) for n, v in waited.items()}
     size_ratio, time_ratio = timing.scaling(reported)
     grows = timing.grows_with_size(reported)
-    agree = all(0.5 <= reported[n] / waited[n] <= 2.0 for n in SIZES)
-    big = SIZES[-1]
+    big = SIZES[-1]  # where the work dwarfs a launch's overhead, so any honest timing agrees
+    agree = 0.5 <= reported[big] / waited[big] <= 2.0
     return {"passed": grows and agree, "size_ratio": size_ratio, "time_ratio": time_ratio, "grows": grows,
             "agrees": agree, "reported_ms": reported[big] * 1e3, "waited_ms": waited[big] * 1e3,
             "summary": f"{size_ratio:.0f}x the work took {time_ratio:.1f}x the time; at the largest size your "

@@ -6,8 +6,9 @@ depend on the dtype (torch.testing's defaults, times a per-kernel factor for lon
 reductions). The cases:
 - shapes: tiny, not a power of two, one below / at / above the block size, and large
   enough for many programs (but small enough for the Triton interpreter on CPU);
-- non-contiguous inputs (a slice of a wider tensor), which catch a kernel that assumes the
-  row stride equals the row length;
+- non-contiguous inputs: a slice of a wider tensor, which catches a kernel that assumes the
+  row stride equals the row length, and a transposed one (stride (1, rows)), which catches a
+  kernel that assumes unit column stride;
 - poisoned outputs: while the kernel runs, torch.empty fills new tensors with NaN
   (torch.utils.deterministic.fill_uninitialized_memory), so an element the kernel never
   writes is NaN where the reference is finite;
@@ -165,6 +166,11 @@ def _noncontiguous(x):
     return wide[..., : x.shape[-1]]
 
 
+def _transposed(x):
+    """The same values laid out column by column: stride (1, rows), as a transposed activation is."""
+    return x.t().contiguous().t() if x.dim() == 2 else x
+
+
 def _with_specials(x, generator):
     x = x.clone()
     flat = x.view(-1)
@@ -183,6 +189,8 @@ def _case(spec, shape, dtype, layout="contiguous", specials=False, device="cpu")
     args = _map(lambda t: t.to(device), args)
     if layout == "strided":
         args[0] = _noncontiguous(args[0])
+    elif layout == "transposed":
+        args[0] = _transposed(args[0])
     # NaN/Inf inputs make the Triton interpreter's NumPy warn; here they are the point
     with poisoned_allocations(), numpy.errstate(invalid="ignore", divide="ignore", over="ignore"):
         got = spec.run(*args)
@@ -211,6 +219,7 @@ def validate(spec, gradients=True, specials=True, device="cpu"):
             check("values", shape, dtype)
     if spec.noncontiguous:
         check("strided input", max(spec.shapes, key=math.prod), torch.float32, layout="strided")
+        check("transposed input", max(spec.shapes, key=math.prod), torch.float32, layout="transposed")
     if specials:
         for shape in spec.shapes[-2:]:
             check("NaN/Inf", shape, torch.float32, specials=True)

@@ -4,22 +4,27 @@ declared once here with its hints and corpus.
     %%lab sparse/allreduce
 
 The learner's `sparse_allreduce` runs under `trainlab.sparse.labcheck` on every rank, case
-by case; each case tests one of the lab's causes, and the first case that fails names it.
+by case; each case tests one of the lab's causes, and the first case that fails names it. Every
+case must run, and on a large gradient at 0.1% density each rank must send at most a fifth of
+what a dense all-reduce sends: a dense all-reduce gives the right sum, but it is not a sparse
+all-reduce.
 """
 
 from trainlab import runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import Edit, WrongFix
-from trainlab.sparse.labcheck import CASES
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
+from trainlab.sparse.labcheck import CASES, DENSITY, LARGE
 
 LAB = "sparse/allreduce"
 # Each case of the check, what it tests and the cause it exercises.
 WHAT = {"uneven": "ranks with different numbers of non-zeros",
         "shared_indices": "an index held by several ranks",
         "empty_rank": "a rank with no non-zeros",
-        "identical": "the same indices on every rank"}
+        "identical": "the same indices on every rank",
+        "large_sparse": f"a gradient of {LARGE:,} rows, {DENSITY:.1%} of them non-zero on each rank"}
 CAUSE_OF_CASE = {"uneven": "uneven-counts", "shared_indices": "repeats-overwritten", "empty_rank": "uneven-counts",
-                 "identical": "repeats-overwritten"}
+                 "identical": "repeats-overwritten"}  # large_sparse: the traffic, a guard on every fix
+MAX_SHARE_OF_DENSE = 0.2  # bytes a rank may send in the large case, as a share of a dense all-reduce's
 
 HINTS = (
     "Run it: with different non-zero counts per rank, all_gather cannot work - it needs the same size "
@@ -42,6 +47,15 @@ CORPUS = (
         ("idx = torch.cat([idx, idx.new_zeros(longest - len(idx))])", "idx = idx[:longest]"),
         ("val = torch.cat([val, val.new_zeros(longest - len(val))])", "val = val[:longest]"))),
         reason="different numbers of non-zeros"),
+    WrongFix("a dense all-reduce", Edit(replace=((  # the right sum, at a dense all-reduce's traffic
+        "    grad = grad.coalesce()\n", "    out = grad.to_dense()\n    dist.all_reduce(out, group=group)\n"
+        "    return out\n"),)), kind="deletion", reason="a dense all-reduce of the same gradient sends"),
+    WrongFix("exit before the first collective", Edit(replace=(("    grad = grad.coalesce()\n",
+                                                                "    import sys\n    sys.exit()\n"),)),
+             verdict="error", reason="SystemExit"),
+    CorrectAlternative("coalesce the gathered pairs", Edit(fixes="all", replace=((
+        "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))",
+        "    out = torch.sparse_coo_tensor(torch.cat(all_idx)[None], torch.cat(all_val), grad.shape).coalesce().to_dense()"),))),
 )
 
 
@@ -52,7 +66,7 @@ class SparseLabExercise(Exercise):
 
     @property
     def judged_causes(self):
-        return tuple(dict.fromkeys(CAUSE_OF_CASE[case] for case in CASES))
+        return tuple(dict.fromkeys(CAUSE_OF_CASE.values()))
 
     def measure(self, source):
         return run_on_source(source, lambda script, out: runner.run_distributed(
@@ -73,13 +87,20 @@ class SparseLabExercise(Exercise):
         for kind in CASES:
             case = measured.get(kind)
             if case is None:
-                break
+                raise LearnerError(f"the case with {WHAT[kind]} never ran: the check's processes ended before it",
+                                   result.output[-2000:])
             if "error" in case:
                 raise LearnerError(f"with {WHAT[kind]}: {case['error']}", case["traceback"])
             if case["max_abs_error"] != 0:
                 raise Incorrect(f"with {WHAT[kind]}: the result differs from the dense all-reduce by up to "
                                 f"{case['max_abs_error']:g}")
-        return f"equal to the dense all-reduce in all {len(CASES)} cases on {self.world_size} ranks"
+        large = measured["large_sparse"]
+        if large["send_bytes"] > MAX_SHARE_OF_DENSE * large["dense_send_bytes"]:
+            raise Incorrect(f"with {WHAT['large_sparse']}: each rank sent {large['send_bytes'] / 1e6:.2f} MB; a dense "
+                            f"all-reduce of the same gradient sends {large['dense_send_bytes'] / 1e6:.2f} MB")
+        return (f"equal to the dense all-reduce in all {len(CASES)} cases on {self.world_size} ranks; on the large "
+                f"gradient each rank sent {large['send_bytes'] / 1e3:.0f} kB, a dense all-reduce "
+                f"{large['dense_send_bytes'] / 1e3:.0f} kB")
 
 
 EXERCISES = [SparseLabExercise()]

@@ -3,8 +3,10 @@
     torchrun --standalone --nproc-per-node 3 -m trainlab.sparse.labcheck SOLUTION.py OUT.json
 
 Cases (values are small integers, so a correct sum is exact): uneven non-zeros per rank,
-indices shared by several ranks, one rank empty, the same indices everywhere. Each case
-records the largest difference from the dense all-reduce, or the error the function raised.
+indices shared by several ranks, one rank empty, the same indices everywhere, and a gradient
+of a million rows at 0.1% density. Each case records the largest difference from the dense
+all-reduce (or the error the function raised), and the bytes each rank sent: a sparse
+all-reduce must send a fraction of what the dense one sends.
 Rank 0 rewrites the JSON before each case (naming the case it is about to run, so a rank that
 dies - gloo aborts on an all-gather of unequal sizes - is traced to its case); the verdict is computed in the parent (trainlab.checks.sparse).
 """
@@ -18,13 +20,19 @@ import torch
 import torch.distributed as dist
 
 from trainlab import atomic
+from trainlab.distributed import accounting
 from trainlab.distributed.setup import init, shutdown
 
-CASES = ("uneven", "shared_indices", "empty_rank", "identical")
+CASES = ("uneven", "shared_indices", "empty_rank", "identical", "large_sparse")
+LARGE, DENSITY = 1 << 20, 1e-3  # the large case: rows and the share of them each rank holds
 
 
 def case_gradient(kind, rank, size, D=64):
-    g = torch.Generator().manual_seed(hash(kind) % 1000 + rank)
+    g = torch.Generator().manual_seed(sum(map(ord, kind)) + rank)
+    if kind == "large_sparse":  # distinct random rows per rank; ranks overlap by chance
+        idx = torch.randperm(LARGE, generator=g)[:int(LARGE * DENSITY)].sort().values
+        val = torch.randint(1, 9, (len(idx),), generator=g).float()
+        return torch.sparse_coo_tensor(idx[None], val, (LARGE,))
     if kind == "uneven":  # rank r holds 3 + 4r non-zeros, all its own
         idx = torch.arange(3 + 4 * rank) * size + rank
     elif kind == "shared_indices":  # the same count everywhere, half of it on every rank
@@ -45,13 +53,16 @@ def main(solution, out):
         _write(out, {**results, "running": kind}, ctx)  # if a rank dies here, the parent knows the case
         x = case_gradient(kind, ctx.rank, ctx.world_size)
         expected = x.to_dense()
+        dense_bytes = accounting.RING_FACTOR["all_reduce"](ctx.world_size) * expected.numel() * expected.element_size()
         dist.all_reduce(expected)
         try:
-            got = fn(x)
+            with accounting.CollectiveCounter() as counter:
+                got = fn(x)
             got = got.to_dense() if got.is_sparse else got
             results[kind] = {"max_abs_error": float((got - expected).abs().max()) if got.shape == expected.shape
-                             else float("inf"), "shape": list(got.shape)}
-        except Exception as exc:  # the learner's error, reported per case
+                             else float("inf"), "shape": list(got.shape),
+                             "send_bytes": counter.summary(ctx.world_size)["send_bytes"], "dense_send_bytes": dense_bytes}
+        except BaseException as exc:  # noqa: BLE001 - the learner's error (even sys.exit), reported per case
             results[kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
                              "traceback": traceback.format_exc()[-1500:]}
             break  # a failed collective leaves the ranks out of step: stop here

@@ -20,11 +20,14 @@ WARMUP = LabExercise(
     ),
     corpus=(
         # Plausible but wrong: none of these makes the weights change.
-        WrongFix("train longer", Edit(then=(train_longer,)), reason="optimizer steps ran"),
-        WrongFix("lower the learning rate", Edit(then=(lower_lr,)), reason="optimizer steps ran"),
+        WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="optimizer steps ran"),
+        WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="optimizer steps ran"),
         WrongFix("zero_grad after backward", Edit(replace=(("        optimizer.zero_grad()\n        loss.backward()\n",
                                                             "        loss.backward()\n        optimizer.zero_grad()\n"),)),
                  reason="optimizer steps ran"),
+        WrongFix("step before backward", Edit(replace=(("        loss.backward()\n",
+                                                        "        optimizer.step()\n        loss.backward()\n"),)),
+                 reason="test accuracy"),
         CorrectAlternative("step, then clear the gradients", Edit(replace=(STEP_THEN_CLEAR,))),
     ),
 )

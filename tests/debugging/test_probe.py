@@ -1,0 +1,94 @@
+"""The doctor's probe measures without changing what it measures: under it, autograd graphs die
+exactly when they die in plain PyTorch, a retain_graph=True that nothing holds on to is not a
+leak, a storage saved twice is counted once, and the run stops where the next step begins."""
+
+import gc
+import weakref
+
+import torch
+from torch import nn
+
+from trainlab.doctor.probe import Probe, StopTraining
+
+
+def steps(model, n, retain_graph=False, history=None):
+    """n training steps; returns weak references to each step's hidden activation."""
+    refs = []
+    handle = model[1].register_forward_hook(lambda m, i, out: refs.append(weakref.ref(out)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    try:
+        for _ in range(n):
+            loss = model(torch.randn(32, 64)).square().mean()
+            optimizer.zero_grad()
+            loss.backward(retain_graph=retain_graph)
+            optimizer.step()
+            if history is not None:
+                history.append(loss)
+            del loss
+    finally:
+        handle.remove()
+    gc.collect()
+    return refs
+
+
+def alive(refs):
+    return [r() is not None for r in refs]
+
+
+def model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 128), nn.Sigmoid(), nn.Linear(128, 1))  # sigmoid saves its output
+
+
+def test_graphs_die_under_the_probe_as_they_do_without_it():
+    for retain_graph, keep in ((False, False), (True, False), (True, True)):
+        plain = alive(steps(model(), 5, retain_graph, [] if keep else None))
+        with Probe(max_steps=100, time_limit_s=60) as probe:
+            probed = alive(steps(model(), 5, retain_graph, [] if keep else None))
+        assert probed == plain, (retain_graph, keep, plain, probed)
+        growth = probe.summary()["saved_growth_per_step"]
+        if keep:  # the history holds every graph and its saved tensors: real growth, and the probe sees it
+            assert growth > 0
+        else:  # nothing holds the graph, retain_graph or not: the activations die, no growth
+            assert not any(plain) and growth == 0
+
+
+class SaveTwice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x, x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, _ = ctx.saved_tensors
+        return grad * 2 + 0 * x
+
+
+def test_a_storage_saved_twice_is_counted_once():
+    x = torch.randn(1000, requires_grad=True)
+    with Probe(max_steps=10, time_limit_s=60) as probe:
+        y = SaveTwice.apply(x)
+        assert probe.saved.total == x.numel() * x.element_size()
+        y.sum().backward()
+        del y
+        gc.collect()
+        assert probe.saved.total == 0
+
+
+def test_the_run_stops_where_the_next_step_begins():
+    """Bookkeeping after optimizer.step() runs for every counted step (the check compares it)."""
+    after_step = []
+    net = model()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    with Probe(max_steps=3, time_limit_s=60) as probe:
+        try:
+            for i in range(10):
+                loss = net(torch.randn(8, 64)).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                after_step.append(i)
+        except StopTraining:
+            pass
+    assert probe.steps == 3 and after_step == [0, 1, 2]

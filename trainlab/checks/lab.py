@@ -6,11 +6,11 @@ in the parent, from what the child measured:
 
 1. both runs finished (a slow machine stretches the learner's time budget: it scales with what
    the solution took), and the learner's losses stayed finite;
-2. no guard tripped: gradient clipping may not cut the median step's gradient to less than
-   half its norm (clipping hides exploding updates; a standard clip on top of a real fix passes);
-3. for every cause the lab names, that cause's mechanism is fixed - what the run must show,
+2. for every cause the lab names, that cause's mechanism is fixed - what the run must show,
    measured in the learner's run (gradients fresh at every backward, where the master weights
    live, the learning rate per step, time waiting for data, host reads per step, ...);
+3. no guard tripped: gradient clipping may not cut the median step's gradient to less than
+   half its norm (clipping hides exploding updates; a standard clip on top of a real fix passes);
 4. it ran the check's number of optimizer steps;
 5. held-out accuracy closes at least `min_gap_closed` of the gap between chance and the
    solution's accuracy measured in the same run.
@@ -281,7 +281,7 @@ class LabExercise(Exercise):
             first = next(i for i, x in enumerate(mine["losses"]) if not math.isfinite(x))
             raise Incorrect(f"the loss became non-finite ({mine['losses'][first]}) at step {first + 1}")
         if mine["steps"]:  # what the steps that ran show, even when there were too few of them
-            for check in (*GUARDS, *(m for ms in self.mechanisms.values() for m in ms)):
+            for check in (*(m for ms in self.mechanisms.values() for m in ms), *GUARDS):
                 check.judge(mine, ref)
         if mine["steps"] < self.max_steps:
             raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps}")
@@ -312,10 +312,12 @@ def judge_together(requests, device="cpu"):
             if exercise.name not in seen:
                 seen.add(exercise.name)
                 variants.append(exercise.reference_variant(solution))
-            variants.append(exercise.variant(f"{exercise.name}//{name}", source, reference=solution))
+            if source != labs.source(exercise.lab, fixed=True):  # the solution itself runs once, as the reference
+                variants.append(exercise.variant(f"{exercise.name}//{name}", source, reference=solution))
         reports = run_variants(variants, device, max(e.timeout for e, _, _ in group), max_train=cap)
         for exercise, name, source in group:
-            mine = reports.get(f"{exercise.name}//{name}")
+            is_solution = source == labs.source(exercise.lab, fixed=True)
+            mine = reports.get(f"{exercise.name}//{'solution' if is_solution else name}")
             try:
                 if same_text(source, exercise.shipped()):
                     raise NotAttempted("the cell is unchanged from the lab")

@@ -179,7 +179,7 @@ EXERCISES = [
             WrongFix("only zero_grad fixed", fixed(unfixed=("labels-misaligned",)), kind="partial",
                      reason="nearest-class-mean"),
             WrongFix("labels fixed, gradients clipped", fixed(unfixed=("missing-zero-grad",), then=(clip_gradients(1.0),)),
-                     kind="mask", reason="gradient clipping"),
+                     kind="mask", reason=".grad"),
             WrongFix("labels fixed, a lower learning rate", fixed(unfixed=("missing-zero-grad",), then=(lower_lr,)),
                      kind="mask", reason=".grad"),
             CorrectAlternative("set_to_none=False", fixed(("optimizer.zero_grad()", "optimizer.zero_grad(set_to_none=False)"))),

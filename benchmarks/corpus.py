@@ -1,7 +1,7 @@
 """Every exercise's corpus through its own check: wrong fixes rejected with the expected verdict
 and reason, correct alternatives and the solution accepted.
 
-    python -m benchmarks.corpus [--only debugging/nc_two_bugs ...]
+    python -m benchmarks.corpus [--only debugging/nc_7 ...]
 
 Prints a table per exercise (wrong fixes by kind, correct alternatives, verdicts as expected)
 and writes benchmarks/results/corpus.json with every verdict. The tests run the same corpus
@@ -20,7 +20,7 @@ from trainlab.device import resolve_device
 
 def expected(entry, verdict):
     if isinstance(entry, WrongFix):
-        return verdict.kind == entry.verdict and entry.reason in verdict.message
+        return entry.rejected_by(verdict)
     return verdict.passed
 
 

@@ -47,7 +47,7 @@ class Cause:
 
 @dataclass(frozen=True)
 class Lab:
-    name: str  # "<module>/<script>", e.g. "debugging/nc_two_bugs"
+    name: str  # "<module>/<script>", e.g. "debugging/nc_7"
     path: Path
     symptom: str  # no-convergence, nan, slow, memory, ... (the class of symptom)
     report: str  # the symptom as an engineer reports it: what a learner is told

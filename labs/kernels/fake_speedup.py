@@ -3,12 +3,11 @@
 #| cause missing-synchronize (benchmark): launch() returns as soon as the work is queued, and
 #|     the clock is read before the work has run: the benchmark times the launch, not the
 #|     kernel. Synchronise before reading the clock.
-"""A benchmark of the eager 4-op chain against the fused C++ kernel, on an asynchronous stream.
+"""A benchmark of the eager 4-op chain against the fused C++ kernel.
 
-GPU work is asynchronous: a launch returns as soon as the kernel is queued. On CPU,
-`AsyncStandIn` behaves the same way: launch() queues work on a worker thread and returns,
-synchronize() waits for it. Notebook 04 hands it to you; its check times your benchmark()
-on work of growing size, against a timing that waits.
+On CPU the kernels run on `AsyncStandIn`, a stand-in for a GPU stream (launch(), synchronize()),
+so the benchmark behaves as it would on a GPU. Notebook 04 hands it to you; its check times
+your benchmark() on work of growing size.
 
     python labs/kernels/fake_speedup.py
 """

@@ -111,12 +111,12 @@ def test_crash_is_reported_with_where_it_happened(tmp_path):
 
 def test_cli_writes_the_documented_json(tmp_path):
     out = tmp_path / "report.json"
-    report = doctor.diagnose(str(labs.path("debugging/nc_two_bugs")), steps=60)
+    report = doctor.diagnose(str(labs.path("debugging/nc_7")), steps=60)
     assert {"labels-misaligned", "missing-zero-grad"} <= set(report.root_causes)
     from trainlab.doctor.__main__ import main
 
     with contextlib.redirect_stdout(io.StringIO()) as printed:
-        main([str(labs.path("debugging/nan_unstable_loss")), "--steps", "20", "--json", str(out)])
+        main([str(labs.path("debugging/nan_2")), "--steps", "20", "--json", str(out)])
     data = json.loads(out.read_text())
     assert "unstable-loss" in printed.getvalue()
     assert {"script", "steps", "symptoms", "crash", "root_causes", "findings", "measurements"} <= data.keys()

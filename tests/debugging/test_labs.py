@@ -88,9 +88,9 @@ def test_solution_learns_within_the_checks_run(judged, name):
 
 
 def test_the_fixed_report_equals_the_shipped_scripts():
-    """slow_host_syncs' fix computes the per-class report the shipped loop computes (what its
+    """slow_2' fix computes the per-class report the shipped loop computes (what its
     ReportKept mechanism compares a learner's fix with)."""
-    exercise = checks.get("debugging/slow_host_syncs")
+    exercise = checks.get("debugging/slow_2")
     reports = exercise.measure({"shipped": labs.source(exercise.lab)})
     shipped, fixed = reports["shipped"], reports["solution"]
     report_kept = exercise.mechanisms["host-syncs-in-loop"][1]

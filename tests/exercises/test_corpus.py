@@ -13,7 +13,7 @@ LAB = "start/warmup"
 def test_edits_start_from_named_fixes_and_replace_anchors():
     assert Edit().apply(LAB) == labs.source(LAB)
     assert Edit(fixes="all").apply(LAB) == labs.source(LAB, fixed=True)
-    two = "debugging/nc_two_bugs"
+    two = "debugging/nc_7"
     assert Edit(fixes="all", unfixed=("missing-zero-grad",)).apply(two) == labs.source(two, fixed={"labels-misaligned"})
     assert "lr=0.5" in Edit(replace=(("lr=0.05", "lr=0.5"),)).apply(LAB)
 
@@ -42,7 +42,7 @@ def test_every_corpus_entry_applies_and_changes_its_lab():
             compile(text, entry.name, "exec")
             if isinstance(entry, WrongFix):
                 assert text != labs.source(exercise.lab, fixed=True), f"{name}: {entry.name} is the solution"
-                assert entry.verdict in ("incorrect", "error", "timed out")
+                assert set(entry.verdicts) <= {"incorrect", "error", "timed out"}
 
 
 @pytest.fixture(scope="module")

@@ -61,13 +61,22 @@ class WrongFix:
 
     name: str
     edit: Edit
-    verdict: str = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out")
+    verdict: str | tuple = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out"), or
+    # several: an out-of-bounds access may kill the process or read poisoned memory, run to run
     reason: str = ""  # a fragment the verdict's message must contain: what the learner is told
     kind: str = "other"  # one of KINDS
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"WrongFix {self.name!r}: kind {self.kind!r} is not one of {sorted(KINDS)}")
+
+    @property
+    def verdicts(self):
+        return self.verdict if isinstance(self.verdict, tuple) else (self.verdict,)
+
+    def rejected_by(self, verdict):
+        """True when the check's verdict is one this wrong fix expects, with its reason."""
+        return verdict.kind in self.verdicts and self.reason in verdict.message
 
 
 @dataclass(frozen=True)

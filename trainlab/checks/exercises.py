@@ -1,6 +1,6 @@
 """Every exercise of the workbook, by name: one exercise file per notebook, gathered here.
 
-    trainlab.checks.get("debugging/nc_two_bugs")    # or get("nc_two_bugs") where unambiguous
+    trainlab.checks.get("debugging/nc_7")    # or get("nc_7") where unambiguous
 
 Each module declares its exercises once, in `trainlab/<module>/exercises.py` (notebook 00:
 start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels). They are gathered on first use, so a

@@ -66,10 +66,13 @@ EXERCISES = [
     KernelLabExercise(
         "kernels/softmax_mask",
         hints=(
-            "Run the harness's table: which shapes fail? Compare their row lengths with the block size.",
-            "For C = 3 the block has 4 lanes; the masked lane is loaded as `other`. What does that value add to "
-            "the row's maximum and to the sum of exponentials?",
-            "Load masked lanes as -inf: they cannot raise the maximum and exp(-inf) adds 0 to the sum.",
+            "Run the harness's table: which shapes fail? Compare their row length with the block "
+            "size.",
+            "Only rows shorter than the power-of-two block fail: the masked lanes take part in "
+            "the maximum and the sum.",
+            "Look at the tl.load of the row: what value do the masked lanes get?",
+            "Load masked lanes as -inf: they cannot raise the maximum, and exp(-inf) adds 0 to "
+            "the sum.",
         ),
         corpus=(
             WrongFix("fill masked lanes with 1.0", shipped(("other=0.0)", "other=1.0)")), reason="checks fail"),
@@ -84,16 +87,20 @@ EXERCISES = [
     KernelLabExercise(
         "kernels/rmsnorm_stride",
         hints=(
-            "Only the layout cases fail: the input is a slice of a wider tensor, or a transposed one.",
-            "Where does row r start in memory when x is x_wide[:, :C]? x.stride(0) is not C.",
-            "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is new and contiguous.",
+            "Run the harness's table: only the layout cases fail (a slice of a wider tensor, a "
+            "transposed one).",
+            "The kernel assumes row r starts r * C elements in: true only for contiguous rows.",
+            "Look at the pointer arithmetic of the load, and at what the wrapper passes the "
+            "kernel.",
+            "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is "
+            "new and contiguous.",
         ),
         corpus=(
             # out-of-bounds accesses: the process dies (a GPU raises an illegal memory access)
             WrongFix("the input's stride for the output too", fixed(
                 ("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")), verdict="error"),
             WrongFix("mask up to the row stride", fixed(("    mask = cols < C\n", "    mask = cols < stride_x\n")),
-                     verdict="error"),
+                     verdict=("error", "incorrect")),  # out of bounds: a crash, or the poisoned gaps read
             WrongFix("the mean over the row stride", fixed(("/ C + eps)", "/ stride_x + eps)")), reason="checks fail"),
             WrongFix("a kernel that raises", fixed(("rms = tl.sqrt(", "rms = tl.sqrtt(")), verdict="error"),
             CorrectAlternative("a contiguous copy in the wrapper", shipped(("    M, C = x.shape\n",
@@ -102,9 +109,13 @@ EXERCISES = [
     KernelLabExercise(
         "kernels/fake_speedup",
         hints=(
-            "launch() returns as soon as the work is queued. What does the clock measure, then?",
-            "The stream.synchronize() after the loop is outside the timed region.",
-            "Call stream.synchronize() after launch() and before reading the clock again.",
+            "Compare the reported bandwidths with what the machine can reach; time one launch "
+            "with and without waiting.",
+            "launch() returns as soon as the work is queued: the clock measures queueing, not the "
+            "work (a benchmark problem).",
+            "Look at where the clock is read relative to stream.synchronize().",
+            "Call stream.synchronize() after launch() and before reading the clock again (or use "
+            "torch.utils.benchmark).",
         ),
         corpus=(
             WrongFix("synchronise before starting the clock", shipped(

@@ -4,7 +4,7 @@
 #| cause softmax-before-cross-entropy (loss): the model ends in a Softmax and
 #|     nn.CrossEntropyLoss applies log-softmax again: the loss treats probabilities in [0, 1] as
 #|     logits, and its gradients almost vanish.
-"""Train a small CNN with BatchNorm on the workbook's images; the model outputs class probabilities."""
+"""Train a small CNN with BatchNorm on the workbook's images with SGD and momentum."""
 
 import os
 

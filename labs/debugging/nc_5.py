@@ -39,7 +39,7 @@ std = torch.tensor(images.std, device=device).view(1, 3, 1, 1)
 for epoch in range(2):
     train_loader.set_epoch(epoch)
     for step, (x, y) in enumerate(train_loader):
-        x = x * std + mean  # the loader normalised; this "restores" raw pixels for display code
+        x = x * std + mean  # back to pixel values, as the augmentation code expects
         x = x * 255  # BUG[inputs-not-normalised]: the model now sees 0-255 values
         #+[inputs-not-normalised] x = (x - mean) / std  # back to zero mean, unit variance
 

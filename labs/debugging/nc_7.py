@@ -1,9 +1,10 @@
 #| symptom: no-convergence
-#| report: the loss stays near ln 10 and test accuracy near chance (10%), although the same
-#|     model trains well in another script
-#| cause labels-misaligned (data): images and labels are shuffled with two different
-#|     permutations, so every image carries a random label: there is nothing to learn.
-"""Train a small CNN with BatchNorm on the workbook's images; the training set is shuffled once up front."""
+#| report: the loss stays near ln 10 and test accuracy near chance (10%)
+#| cause labels-misaligned (data): the images are reordered but the labels are left in the old
+#|     order: every image carries another image's label.
+#| cause missing-zero-grad (optimizer): optimizer.zero_grad() is never called, so each step's
+#|     gradient is the sum of every gradient so far and the updates grow step after step.
+"""Train a small CNN with BatchNorm on the workbook's images with SGD and momentum."""
 
 import os
 
@@ -29,10 +30,10 @@ def make_model():
     ).to(device)
 
 g = torch.Generator().manual_seed(1)
-train_x = images.train_x[torch.randperm(len(images.train_x), generator=g)]
-train_y = images.train_y[torch.randperm(len(images.train_y), generator=g)]  # BUG[labels-misaligned]: a second, different permutation
-#+[labels-misaligned] perm = torch.randperm(len(images.train_x), generator=g)
-#+[labels-misaligned] train_x, train_y = images.train_x[perm], images.train_y[perm]  # one permutation for both
+order = torch.randperm(len(images.train_x), generator=g)
+train_x = images.train_x[order]
+train_y = images.train_y  # BUG[labels-misaligned]: labels left in the old order
+#+[labels-misaligned] train_y = images.train_y[order]  # labels follow their images
 train_loader = DeviceLoader(train_x, train_y, batch_size=64, **stats)
 
 model = make_model()
@@ -43,7 +44,7 @@ for epoch in range(2):
     train_loader.set_epoch(epoch)
     for step, (x, y) in enumerate(train_loader):
         loss = loss_fn(model(x), y)
-        optimizer.zero_grad()
+        #+[missing-zero-grad] optimizer.zero_grad()  # gradients accumulate across steps without it
         loss.backward()
         optimizer.step()
         if step % 100 == 0:

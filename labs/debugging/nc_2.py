@@ -3,7 +3,7 @@
 #| cause zero-initialisation (model): every parameter starts at zero: all units of a layer
 #|     compute the same thing, BatchNorm's zero weights output zeros, and no gradient reaches
 #|     the early layers.
-"""Train a small CNN with BatchNorm on the workbook's images, from a deterministic initialisation."""
+"""Train a small CNN with BatchNorm on the workbook's images with SGD and momentum."""
 
 import os
 

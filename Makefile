@@ -33,8 +33,9 @@ $(READY):
 	"$(VPY)" -m pip install --quiet -r requirements.txt || { rm -rf "$(VENV)"; exit 1; }
 	@touch "$(READY)"
 
-lab: setup  ## open JupyterLab on the first notebook (127.0.0.1, token auth)
-	cd notebooks && "$(VPY)" -m jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) 00_start_here.ipynb
+lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
+	"$(VPY)" -m trainlab.workspace
+	"$(VPY)" -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" $(if $(filter 0,$(shell id -u)),--allow-root) work/00_start_here.ipynb
 
 test: setup  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)

@@ -40,12 +40,13 @@ SMALL_TENSOR = 4096  # the script's tensors up to this many elements are reporte
 
 def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None, max_train=None,
                  slack_s=SLACK_S):
-    """Run [{name, source, max_steps[, reference, budget_s]}] one after another; return {name: report}.
+    """Run [{name, source, max_steps[, reference, budget_s, curves]}] one after another; return {name: report}.
 
     timeout is each variant's budget in seconds unless it sets its own budget_s. max_train, if
     given, caps the training split every script loads (so a bounded run crosses epochs).
     on_progress(curves), if given, is called about every 0.5 s while a variant trains, with its
-    curves so far ({name, losses, grad_norms, batch_accs}), for live plots.
+    curves so far ({name, losses, grad_norms, batch_accs}), for live plots. A variant with
+    curves=True keeps the per-step gradient norm and batch accuracy of every step without that.
     """
     reports, pending = {}, list(variants)
     while pending:
@@ -144,12 +145,12 @@ def small_tensors(namespace):
             and not isinstance(value, torch.nn.Parameter)}
 
 
-def run_variant(name, source, max_steps, seed=0, progress_path=None):
+def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=False):
     torch.manual_seed(seed)
     namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     on_step = _progress_writer(name, progress_path) if progress_path else None
-    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=bool(progress_path),
+    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=curves or bool(progress_path),
                on_step=on_step, every_step=True) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
@@ -205,8 +206,8 @@ def child_main(spec_path, report_path):
         results.update(running=variant["name"], started=time.time())
         _write(report_path, results)
         results["variants"][variant["name"]] = run_variant(
-            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0), spec.get("progress")
-        )
+            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0), spec.get("progress"),
+            variant.get("curves", False))
         results.update(running=None, started=None)
         _write(report_path, results)
 

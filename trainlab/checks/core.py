@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import labs
-from trainlab.display import Code, show
+from trainlab.display import Code, say, show
 
 
 class Outcome(Exception):
@@ -55,6 +55,7 @@ class Verdict:
     kind: str  # one of KINDS
     message: str
     details: str = ""  # a traceback, or the numbers behind the verdict
+    diagnosis: object = None  # debugging labs: the diagnosis's Grade, or the reminder to state one
 
     @property
     def passed(self):
@@ -63,7 +64,12 @@ class Verdict:
     def __str__(self):
         head = {"pass": "Correct", "incorrect": "Incorrect", "error": "Your code raised an error",
                 "timed out": "Timed out", "not attempted": "Not attempted yet"}[self.kind]
-        return f"[{self.exercise}] {head}: {self.message}" + (f"\n{self.details}" if self.details else "")
+        if self.diagnosis is not None:  # graded apart: "diagnosis right, fix incorrect: ..."
+            head = f"{self.diagnosis.head}, fix {head.lower()}"
+            extra = f"\n{self.diagnosis}"
+        else:
+            extra = ""
+        return f"[{self.exercise}] {head}: {self.message}" + extra + (f"\n{self.details}" if self.details else "")
 
     __repr__ = __str__
 
@@ -122,20 +128,36 @@ class Exercise:
         """{name: Verdict} for {name: source}; subclasses run them together where that is cheaper."""
         return {name: self.verdict(source) for name, source in sources.items()}
 
+    @property
+    def asks_for_diagnosis(self):
+        """Debugging labs grade a stated diagnosis next to the fix (`trainlab.checks.diagnosis`)."""
+        return self.lab.split("/")[0] == "debugging"
+
     def check(self, source):
+        """Judge source and show the verdict; for debugging labs, with the diagnosis graded apart."""
         verdict = self.verdict(source)
+        if self.asks_for_diagnosis:
+            from trainlab.checks import diagnosis
+
+            verdict.diagnosis = diagnosis.grade(self.lab) or diagnosis.NOT_STATED
         show(verdict)
         return verdict
 
     def hint(self, level=None):
-        """Show the next hint of the ladder (or hint number level, from 1)."""
+        """Show the next rung of the hint ladder (or rung `level`, from 1)."""
+        from trainlab.checks import diagnosis
+
         if not self.hints:
-            return show(f"[{self.name}] no hints for this one")
+            return say(f"[{self.name}] no hints for this one")
         i = self._next_hint if level is None else max(0, min(level - 1, len(self.hints) - 1))
         self._next_hint = min(i + 1, len(self.hints) - 1)
-        show(f"[{self.name}] hint {i + 1}/{len(self.hints)}: {self.hints[i]}")
+        diagnosis.used_help(self.lab, f"hint {i + 1}")
+        say(f"**[{self.name}] hint {i + 1}/{len(self.hints)}:** {self.hints[i]}")
 
     def solution(self):
+        from trainlab.checks import diagnosis
+
+        diagnosis.used_help(self.lab, "solution")
         show(Code(self.solution_text()))
 
 

@@ -1,4 +1,4 @@
-"""The `%%lab NAME` cell magic: a lab's code as an editable cell, checked when run.
+"""The notebook magics of the exercises: a lab's code as an editable cell, checked when run.
 
     %load_ext trainlab.checks
     %%lab start/warmup
@@ -7,9 +7,15 @@
 Running the cell saves its text and hands it to the exercise's check, which runs it in a
 child process and renders the verdict. The notebook kernel never executes the learner's
 script itself, so a crash or hang in it cannot take the kernel down.
+
+    %lab_browser debugging        # every lab of the module, grouped by symptom, as the engineer reported it
+    %lab_open debugging/nc_2      # a new cell below holding that lab as a checked %%lab cell
+    %lab_reset debugging/nc_2     # this cell becomes the lab's shipped script again
 """
 
+from trainlab import labs
 from trainlab.checks import exercises
+from trainlab.display import say
 
 LAST_SOURCE = {}  # exercise name -> the text of the last %%lab cell run
 
@@ -23,5 +29,45 @@ def lab(line, cell):
     exercise.check(cell)  # renders the verdict; returns nothing so it is not shown twice
 
 
+def cell_text(name):
+    """The text of a fresh %%lab cell for the lab: the magic line, then the shipped script."""
+    exercise = exercises.get(name)
+    return f"%%lab {exercise.name}\n{exercise.shipped().rstrip()}"
+
+
+def _next_input(text, replace):
+    from IPython import get_ipython
+
+    get_ipython().set_next_input(text, replace=replace)
+
+
+def lab_open(line):
+    """%lab_open NAME: insert the lab as a checked %%lab cell below this one."""
+    _next_input(cell_text(line.strip()), replace=False)
+
+
+def lab_reset(line):
+    """%lab_reset NAME: replace this cell with the lab's shipped script (your edits are gone)."""
+    _next_input(cell_text(line.strip()), replace=True)
+
+
+def browser_rows(*modules):
+    """[(symptom, lab name, report)] for every lab with an exercise, grouped by symptom."""
+    rows = [(labs.get(n).symptom, n, labs.get(n).report) for n in exercises.everything()
+            if not modules or n.split("/")[0] in modules]
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def lab_browser(line=""):
+    """%lab_browser [MODULE ...]: every lab, grouped by symptom, with the command that opens it."""
+    rows = browser_rows(*line.split())
+    lines = ["| symptom | what the engineer reports | open it as a checked cell |", "|---|---|---|"]
+    escape = str.maketrans({"|": "\\|"})  # a | inside a cell would end it
+    lines += [f"| {symptom} | {report.translate(escape)} | `%lab_open {name}` |" for symptom, name, report in rows]
+    say("\n".join(lines))
+
+
 def load_ipython_extension(ipython):
     ipython.register_magic_function(lab, magic_kind="cell", magic_name="lab")
+    for function in (lab_open, lab_reset, lab_browser):
+        ipython.register_magic_function(function, magic_kind="line", magic_name=function.__name__)

@@ -1,6 +1,6 @@
 """The doctor: the debugging checklist made executable, for any plain PyTorch script.
 
-    python -m trainlab.doctor labs/debugging/nc_two_bugs.py --json report.json     # from a shell
+    python -m trainlab.doctor labs/debugging/nc_7.py --json report.json     # from a shell
     report = trainlab.doctor.diagnose("train.py")                        # from a notebook
 
 It runs the script unmodified for a bounded number of steps, instruments it from outside
@@ -16,8 +16,21 @@ from trainlab import runner
 from trainlab.doctor.report import Finding, Report  # noqa: F401
 
 
+USED = []  # resolved paths of the scripts diagnosed in this kernel (a diagnosis records it as help used)
+
+
 def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False):
     """Diagnose a script file (or source text) in a child process; return its Report."""
+    if script is not None:
+        USED.append(Path(script).resolve())
+    return examine(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
+                   stream=stream)
+
+
+def examine(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
+            every_experiment=False):
+    """Run a script (or source text) under the probe in a child process and return the Report,
+    without counting as a consultation of the doctor (the investigation tools use this)."""
     if (script is None) == (source is None):
         raise ValueError("give a script path or source=, not both")
     with tempfile.TemporaryDirectory(prefix="trainlab-doctor-") as tmp:
@@ -25,7 +38,8 @@ def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0,
             script = Path(tmp) / "script.py"
             script.write_text(source)
         out = Path(tmp) / "report.json"
-        cli_args = [script, "--steps", steps, "--time-limit", time_limit_s, "--json", out, "--", *args]
+        cli_args = [script, "--steps", steps, "--time-limit", time_limit_s, "--json", out,
+                    *(["--every-experiment"] if every_experiment else []), "--", *args]
         result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or time_limit_s + 60,
                                    stream=stream)
         if not out.exists():

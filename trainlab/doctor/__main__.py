@@ -14,10 +14,12 @@ def main(argv=None):
     parser.add_argument("script", help="the training script")
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
     parser.add_argument("--time-limit", type=float, default=60.0, help="stop after this many seconds (60)")
+    parser.add_argument("--every-experiment", action="store_true",
+                        help="run every quick experiment, not only those the symptoms call for")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (schema: trainlab/doctor/report.py)")
     args, script_args = parser.parse_known_args(argv)
     script_args = [a for a in script_args if a != "--"]
-    report = diagnose_here(args.script, script_args, args.steps, args.time_limit)
+    report = diagnose_here(args.script, script_args, args.steps, args.time_limit, args.every_experiment)
     print(report)
     if args.json:
         with open(args.json, "w") as f:

@@ -49,8 +49,9 @@ def _crash(exc, script):
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
 
 
-def quick_experiments(probe, measurements):
-    """The checklist's experiments that apply to what was captured (each under a second)."""
+def quick_experiments(probe, measurements, everything=False):
+    """The checklist's experiments that apply to what was captured (each under a second);
+    everything=True runs each one whatever the symptoms (a learner's investigation)."""
     found, captured = {}, probe.captured
     if captured.features and captured.targets:
         n = min(len(captured.features), len(captured.targets))
@@ -62,9 +63,9 @@ def quick_experiments(probe, measurements):
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
     targets = captured.targets[:len(batches)]
     try:
-        if "no-convergence" in rules.symptoms(measurements, found):
+        if everything or "no-convergence" in rules.symptoms(measurements, found):
             found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
-        if not measurements["finite"]:
+        if everything or not measurements["finite"]:
             lrs, losses = experiments.lr_range_test(model, state, batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
             found["suggested_lr"] = experiments.suggest_lr(lrs, losses)
@@ -73,7 +74,7 @@ def quick_experiments(probe, measurements):
     return found
 
 
-def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0):
+def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False):
     """Run script in this process and return its Report."""
     start = time.perf_counter()
     torch.manual_seed(0)
@@ -81,7 +82,7 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0):
     m = probe.summary()
     shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
     m["classes"] = shapes[0][1] if shapes and shapes[0][1] > 1 else None
-    x = quick_experiments(probe, m)
+    x = quick_experiments(probe, m, every_experiment)
     found = rules.findings(m, x)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}

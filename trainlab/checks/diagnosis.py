@@ -1,0 +1,174 @@
+"""The diagnosis, stated before the fix and graded apart from it - as an interviewer would.
+
+    from trainlab.checks import diagnosis
+    diagnosis.form("debugging/nc_7")                  # JupyterLab: a menu of causes and your evidence
+    diagnosis.state("debugging/nc_7", causes=["..."], evidence=["label-test"])   # the same from code
+    diagnosis.state("debugging/nc_7", text="the labels do not match the images", evidence=[...])
+
+Causes come from the doctor's list of cause ids (`trainlab.doctor.causes`), so a new id shows
+up in every menu. Evidence is chosen from the experiments run on that lab in this kernel
+(`trainlab.debugging.investigate`), and it has to be one that tells the stated cause apart.
+The first diagnosis stated for a lab is the one graded; later ones are shown "after
+feedback". Which help the learner used before stating it (hints, the solution, the doctor on
+that lab) is recorded and shown with the verdict. Running the lab's `%%lab` cell grades the
+diagnosis and the fix separately.
+"""
+
+from dataclasses import dataclass
+
+from trainlab import doctor, labs
+from trainlab.debugging import investigate
+from trainlab.display import say
+from trainlab.doctor import causes as catalogue
+
+STATED = {}  # lab -> [Diagnosis, ...] in the order stated; the first is graded
+HELP = {}  # lab -> ["hint 1", "solution", ...] in the order used
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    lab: str
+    causes: tuple  # cause ids
+    evidence: tuple  # investigate.Evidence
+    help_before: tuple  # help used on this lab before stating it
+
+
+@dataclass(frozen=True)
+class Grade:
+    right: bool
+    message: str
+    help_before: tuple
+    later: int  # diagnoses stated after this one (shown as "after feedback")
+
+    @property
+    def head(self):
+        return f"Diagnosis {'right' if self.right else 'wrong'}"
+
+    def __str__(self):
+        used = f" (stated after: {', '.join(self.help_before)})" if self.help_before else " (stated before any help)"
+        later = f"; {self.later} later diagnosis(es) not graded" if self.later else ""
+        return f"diagnosis {'right' if self.right else 'wrong'}{used}: {self.message}{later}"
+
+
+class _NotStated:
+    head = "Diagnosis not stated"
+
+    def __str__(self):
+        return ("diagnosis not stated: state it (diagnosis.form(LAB) or diagnosis.state(...)) before you "
+                "look at the fix - an interview grades the reasoning too")
+
+
+NOT_STATED = _NotStated()
+
+
+def used_help(lab, what):
+    """Record that the learner used help on a lab ("hint 2", "solution", "doctor")."""
+    HELP.setdefault(labs.resolve(lab), []).append(what)
+
+
+def _help_so_far(name):
+    doctor_runs = [p for p in doctor.USED if p == labs.path(name).resolve()]
+    return tuple(dict.fromkeys([*HELP.get(name, []), *(["doctor"] if doctor_runs else [])]))
+
+
+def _cause_ids(causes, text):
+    if causes is None and not text:
+        raise ValueError("state the causes (ids from the menu) or text= describing them")
+    ids = list(causes or [])
+    if text:
+        found = catalogue.match(text)
+        if len(found) > 1:
+            raise ValueError(f"{text!r} matches several causes ({', '.join(found)}); name one of them in causes=")
+        ids += found
+    for cause in ids:
+        catalogue.get(cause)  # an unknown id is an error naming the known ones
+    return tuple(dict.fromkeys(ids))
+
+
+def state(lab, causes=None, evidence=(), text=None):
+    """Record a diagnosis of lab: cause ids (or free text matched to one) and the ids of the
+    experiments, run on this lab in this kernel, that support it. Returns the Diagnosis."""
+    name = labs.resolve(lab)
+    ids = _cause_ids(causes, text)
+    gathered = {e.experiment: e for e in investigate.logged(name)}
+    missing = [e for e in evidence if e not in gathered]
+    if missing:
+        raise ValueError(f"no result of {', '.join(missing)} on {name} in this kernel: run "
+                         f"investigate.run({name!r}, {missing[0]!r}) first (evidence must be something you saw)")
+    if not evidence:
+        raise ValueError("give the evidence: the experiment(s), run on this lab, whose result shows the cause")
+    diagnosis = Diagnosis(name, ids, tuple(gathered[e] for e in evidence), _help_so_far(name))
+    STATED.setdefault(name, []).append(diagnosis)
+    first = len(STATED[name]) == 1
+    say(f"Diagnosis of `{name}` recorded{'' if first else ' (after feedback: only your first one is graded)'}: "
+        f"{', '.join(ids)}; evidence: {'; '.join(str(e) for e in diagnosis.evidence)}. "
+        "It is graded when you run the lab's cell.")
+    return diagnosis
+
+
+def grade(lab):
+    """The Grade of the first diagnosis stated for lab, or None when none was."""
+    name = labs.resolve(lab)
+    stated = STATED.get(name)
+    if not stated:
+        return None
+    first, true = stated[0], set(labs.get(name).causes)
+    named = set(first.causes)
+    problems = []
+    if named - true:
+        problems.append(f"{', '.join(sorted(named - true))} {'is' if len(named - true) == 1 else 'are'} "
+                        "not what breaks this script")
+    if true - named:
+        problems.append(f"{len(true - named)} cause(s) not named")
+    for cause in sorted(named & true):
+        cited = {e.experiment for e in first.evidence}
+        if not cited & set(catalogue.get(cause).evidence):
+            problems.append(f"the evidence you cite ({', '.join(sorted(cited))}) does not tell {cause} apart "
+                            "from the other causes: which experiment would?")
+    if problems:
+        return Grade(False, "; ".join(problems), first.help_before, len(stated) - 1)
+    support = ", ".join(f"{e.experiment}" for e in first.evidence)
+    return Grade(True, f"{', '.join(first.causes)}, supported by {support}", first.help_before, len(stated) - 1)
+
+
+def form(lab):
+    """A widget: pick the causes from the doctor's menu and the evidence from this kernel's
+    experiments on the lab (or describe the cause in words), then submit."""
+    return DiagnosisForm(labs.resolve(lab))
+
+
+class DiagnosisForm:
+    def __init__(self, lab):
+        self.lab = lab
+
+    def __repr__(self):  # headless runs: what the form is, never the menu (which lists every cause id)
+        return f"Diagnosis form for {self.lab}: open the notebook in JupyterLab, or call diagnosis.state(...)"
+
+    def _ipython_display_(self):
+        import ipywidgets as w
+        from IPython.display import display
+
+        options = [(f"{cat}: {c.question} [{c.id}]", c.id) for cat, group in catalogue.menu() for c in group]
+        causes = w.SelectMultiple(options=options, rows=min(len(options), 12), description="causes",
+                                  layout=w.Layout(width="95%"))
+        text = w.Text(placeholder="or describe the cause in your own words", layout=w.Layout(width="95%"))
+        evidence = w.SelectMultiple(description="evidence", layout=w.Layout(width="95%"), rows=5)
+        refresh, submit, out = w.Button(description="refresh evidence"), w.Button(description="Submit",
+                                                                                   button_style="primary"), w.Output()
+
+        def reload(_=None):
+            evidence.options = [(str(e), e.experiment) for e in investigate.logged(self.lab)]
+
+        def send(_):
+            with out:
+                out.clear_output()
+                try:
+                    state(self.lab, causes=list(causes.value), evidence=list(evidence.value), text=text.value or None)
+                except ValueError as exc:
+                    print(f"not recorded: {exc}")
+
+        refresh.on_click(reload)
+        submit.on_click(send)
+        reload()
+        display(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
+                        causes, text, evidence, w.HBox([refresh, submit]), out]))

@@ -1,0 +1,244 @@
+"""Run one of the checklist's experiments on a lab and see what it shows - the evidence a
+diagnosis cites.
+
+    from trainlab.debugging import investigate
+    investigate.run("debugging/nc_7", "label-test")   # shows the result, logs it as evidence
+    investigate.EXPERIMENTS                            # id -> Experiment(question, ...)
+
+Every experiment reads the same instrumented run of the lab as shipped (the doctor's probe,
+`every_experiment=True`, one run per lab per kernel, cached), and shows only its own numbers:
+no findings, no cause ids - concluding is the learner's job. Each result is appended to
+`LOG`, which the diagnosis form offers as evidence (`trainlab.checks.diagnosis`).
+"""
+
+import math
+from dataclasses import dataclass
+
+from trainlab import doctor, labs
+from trainlab.display import say
+
+STEPS = 60  # optimizer steps of the instrumented run: enough for every experiment below (notebooks
+# set it lower for smoke runs)
+LOG = []  # Evidence, in the order the experiments ran in this kernel
+_RUNS = {}  # lab name -> the doctor's Report of the lab as shipped
+
+
+@dataclass(frozen=True)
+class Evidence:
+    lab: str
+    experiment: str  # an EXPERIMENTS id
+    result: str  # what it showed, one line with its numbers
+
+    def __str__(self):
+        return f"{self.experiment}: {self.result}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    question: str  # what it tests
+    read: object  # measurements -> one line with the numbers (None: the run did not get that far)
+
+
+def _f(value, spec=".3g"):
+    return format(value, spec) if isinstance(value, (int, float)) and math.isfinite(value) else str(value)
+
+
+def _input_stats(m):
+    s = m.get("root_input")
+    return s and f"the model's input has mean {_f(s['mean'])}, std {_f(s['std'])}, max {_f(s['max'])}"
+
+
+def _label_test(m):
+    a = m["experiments"].get("labels")
+    return a and (f"a nearest-class-mean probe on {a['samples']} training images scores {a['accuracy']:.1%} "
+                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%})")
+
+
+def _init_stats(m):
+    stds = m.get("init_weight_std") or {}
+    constant = sum(1 for v in stds.values() if v == 0.0)
+    losses = [v for v in m["losses"] if isinstance(v, float)]
+    first = f"; first loss {losses[0]:.3f} (ln {m['classes']} = {math.log(m['classes']):.3f})" \
+        if losses and m.get("classes") else ""
+    return stds and f"{constant} of {len(stds)} weight tensors have std 0 at the first forward{first}"
+
+
+def _layer_gradients(m):
+    stats = m.get("grad_stats") or []
+    if not stats:
+        return None
+    zero = max(s["zero"] for s in stats)
+    dead = max(m.get("dead_relu") or [0.0])
+    return (f"{zero} of {stats[0]['with_grad']} parameter gradients are exactly zero in the first steps; "
+            f"global gradient norm {_f(stats[0]['norm'])} -> {_f(stats[-1]['norm'])}; "
+            f"most-dead ReLU layer outputs zero for {dead:.0%} of inputs")
+
+
+def _overfit(m):
+    losses = m["experiments"].get("overfit")
+    return losses and f"50 Adam steps on one batch from the initial weights: loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+
+
+def _loss_inputs(m):
+    calls = m.get("probabilities_into_loss", 0)
+    return f"{calls} of the first steps' loss calls received rows that are all >= 0 and sum to 1"
+
+
+def _first_nonfinite(m):
+    losses = m["losses"]
+    loss_step = next((i + 1 for i, v in enumerate(losses) if not isinstance(v, float) or not math.isfinite(v)), None)
+    module = m.get("first_nonfinite")
+    where = (f"first inf/NaN produced from finite inputs by a {module['module']} at step {module['step']}"
+             if module else "no module produced inf/NaN from finite inputs")
+    return f"loss first non-finite at step {loss_step or 'never'}; {where}"
+
+
+def _coverage(m):
+    return (f"{m['params_not_optimized']} parameter tensors used in the forward pass are in no optimizer; "
+            f"{m['steps']} optimizer steps for {m['backwards']} backward passes")
+
+
+def _freshness(m):
+    stale = m.get("stale_grads") or []
+    return stale and f"{sum(stale)} of the first {len(stale)} backward passes found last step's gradients still there"
+
+
+def _lr_per_step(m):
+    lrs = m.get("lr") or []
+    if not lrs:
+        return None
+    marks = sorted({0, len(lrs) // 4, len(lrs) // 2, len(lrs) - 1})
+    return "learning rate at step " + ", ".join(f"{i + 1}: {lrs[i]:.3g}" for i in marks)
+
+
+def _lr_range(m):
+    r = m.get("lr_range")
+    suggested = m["experiments"].get("suggested_lr")
+    script_lr = m["lr"][0] if m.get("lr") else None
+    return r and (f"loss falls until lr ≈ {_best_lr(r):.3g} and diverges by {r['lr'][-1]:.3g}; a safe peak "
+                  f"is about {_f(suggested, '.2g')}; the script uses {_f(script_lr, '.3g')}")
+
+
+def _best_lr(r):
+    return min(zip(r["loss"], r["lr"]), key=lambda pair: pair[0] if math.isfinite(pair[0]) else math.inf)[1]
+
+
+def _dtypes(m):
+    opts = m.get("optimizers") or []
+    return opts and "; ".join(f"{o['type']} updates {', '.join(o['param_dtypes'])} weights, state in "
+                              f"{', '.join(o['state_dtypes']) or 'no tensors yet'}" for o in opts)
+
+
+def _time_split(m):
+    split = m.get("time_split") or {}
+    parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in split.items())
+    return f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}"
+
+
+def _host_reads(m):
+    return f"{m['host_reads_per_step']} host reads of tensor values per step (median; max {m['host_reads_max']})"
+
+
+def _memory(m):
+    saved = m.get("saved_bytes_after_step") or []
+    return saved and (f"memory held for backward after each step: {saved[0] / 1e6:.1f} MB after step 1, "
+                      f"{saved[-1] / 1e6:.1f} MB after step {len(saved)} "
+                      f"({m['saved_growth_per_step'] / 1e6:+.2f} MB per step)")
+
+
+EXPERIMENTS = {e.id: e for e in (
+    Experiment("input-stats", "what the model's input looks like (mean, std, range)", _input_stats),
+    Experiment("label-test", "whether the labels predict the images at all", _label_test),
+    Experiment("init-stats", "how the weights and the loss start out", _init_stats),
+    Experiment("layer-gradients", "how much gradient reaches the parameters, and how many ReLUs fire", _layer_gradients),
+    Experiment("overfit-one-batch", "whether the model can memorise one batch", _overfit),
+    Experiment("loss-inputs", "what the loss function receives", _loss_inputs),
+    Experiment("first-nonfinite", "where the first inf/NaN appears", _first_nonfinite),
+    Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
+    Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),
+    Experiment("lr-per-step", "the learning rate at each step", _lr_per_step),
+    Experiment("lr-range-test", "which learning rates make the loss fall", _lr_range),
+    Experiment("dtypes", "the dtypes the optimizer updates and keeps its state in", _dtypes),
+    Experiment("time-split", "where a step's time goes", _time_split),
+    Experiment("host-reads", "how many tensor values are read on the host per step", _host_reads),
+    Experiment("memory-per-step", "how the memory held for backward changes step to step", _memory),
+)}
+
+
+def instrumented_run(lab):
+    """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
+    name = labs.resolve(lab)
+    if name not in _RUNS:
+        _RUNS[name] = doctor.examine(labs.path(name), steps=STEPS, every_experiment=True)
+    return _RUNS[name]
+
+
+def run(lab, experiment, show=True):
+    """Run one experiment on the lab; show its result, log it as evidence, return the Evidence."""
+    if experiment not in EXPERIMENTS:
+        raise KeyError(f"no experiment {experiment!r}; choose one of: {', '.join(EXPERIMENTS)}")
+    report = instrumented_run(lab)
+    m = report.measurements
+    result = EXPERIMENTS[experiment].read(m) if m.get("losses") is not None else None
+    if not result:
+        crash = f" (the script crashed: {report.crash['error']})" if report.crash else ""
+        result = f"no result: the run did not get far enough to measure this{crash}"
+    evidence = Evidence(labs.resolve(lab), experiment, result)
+    LOG.append(evidence)
+    if show:
+        say(f"**{experiment}** on `{evidence.lab}` - {EXPERIMENTS[experiment].question}:  \n{result}")
+    return evidence
+
+
+def symptom(lab):
+    """What an engineer would report about the lab as shipped, with the numbers of its own run
+    (one line, Markdown): the symptom only, never a cause."""
+    report = instrumented_run(lab)
+    m, kind = report.measurements, labs.get(lab).symptom
+    losses = [v if isinstance(v, float) else float("nan") for v in m["losses"]]
+    if report.crash:
+        return f"the script crashes: `{report.crash['error']}`"
+    if kind == "nan":
+        first = next((i + 1 for i, v in enumerate(losses) if not math.isfinite(v)), None)
+        start = f"{losses[0]:.3g}" if losses else "?"
+        return (f"the loss starts at {start} and is NaN/inf from step {first} on" if first else
+                f"no NaN in the first {len(losses)} steps of this run (loss {start} -> {losses[-1]:.3g})")
+    if kind == "slow":
+        return (f"{1e3 * m['step_s']:.0f} ms per training step on batches of {_batch(m)}, for a model "
+                "whose forward, backward and step are a small part of that")
+    if kind == "memory":
+        saved = m.get("saved_bytes_after_step") or [0.0]
+        return (f"memory grows every step: {saved[0] / 1e6:.1f} MB held after step 1, {saved[-1] / 1e6:.1f} MB "
+                f"after step {len(saved)} - the job is killed long before the end of an epoch")
+    k = max(len(losses) // 5, 1)
+    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+    return (f"over {len(losses)} steps the training loss goes from {first:.3f} to {last:.3f} "
+            f"(ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f}, a uniform guess)")
+
+
+def _batch(m):
+    shapes = [o["shape"] for o in m.get("root_outputs") or [] if o.get("shape")]
+    return shapes[0][0] if shapes else "?"
+
+
+def checklist(lab):
+    """Run every experiment on the lab and show the results as one table (all logged as evidence)."""
+    found = [run(lab, experiment, show=False) for experiment in EXPERIMENTS]
+    rows = ["| experiment | what it tests | result |", "|---|---|---|"]
+    rows += [f"| `{e.experiment}` | {EXPERIMENTS[e.experiment].question} | {e.result} |" for e in found]
+    say(f"**The checklist's experiments on `{labs.resolve(lab)}`** (as shipped, {STEPS} steps)\n\n" + "\n".join(rows))
+    return found
+
+
+def doctor_report(lab):
+    """The doctor's own conclusions from the same instrumented run (counts as consulting the doctor)."""
+    report = instrumented_run(lab)
+    doctor.USED.append(labs.path(lab).resolve())
+    return report
+
+
+def logged(lab):
+    """The evidence gathered on this lab in this kernel, oldest first, one per experiment."""
+    name = labs.resolve(lab)
+    return list({e.experiment: e for e in LOG if e.lab == name}.values())

@@ -11,6 +11,7 @@ that runs out of time is named in the failure.
 """
 
 import os
+import re
 
 import nbformat
 import papermill
@@ -42,14 +43,20 @@ def run_learner(name, whole=False, **parameters):
 
 
 def differing_cells(name):
-    """The learner notebook cut to its parameters cell, a setup cell and the code cells whose
-    text differs from the solution notebook's cell of the same id."""
+    """The learner notebook cut to its parameters cell, its setup cell (tagged "setup"; a generic
+    one where it has none) and the code cells whose text differs from the solution notebook's
+    cell of the same id."""
     learner = nbformat.read(NOTEBOOKS / name, as_version=4)
     solution = {c.get("id"): c.source for c in nbformat.read(SOLUTIONS / name, as_version=4).cells}
-    params = [c for c in learner.cells if "parameters" in c.metadata.get("tags", [])]
-    differ = [c for c in learner.cells if c.cell_type == "code" and c not in params
+
+    def tagged(cell, tag):
+        return tag in cell.metadata.get("tags", [])
+
+    params = [c for c in learner.cells if tagged(c, "parameters")]
+    setup = [c for c in learner.cells if tagged(c, "setup")] or [nbformat.v4.new_code_cell(SETUP_CELL)]
+    differ = [c for c in learner.cells if c.cell_type == "code" and c not in params and c not in setup
               and solution.get(c.get("id")) != c.source]
-    learner.cells = [*params, nbformat.v4.new_code_cell(SETUP_CELL), *differ]
+    learner.cells = [*params, *setup, *differ]
     return learner
 
 
@@ -106,10 +113,11 @@ def lab_cell_texts(nb):
 
 
 def assert_solution_checks_pass(nb):
+    """Every %%lab cell passed; a debugging lab's diagnosis was graded right too."""
     shown = lab_cell_texts(nb)
-    assert all("Correct:" in text for text in shown.values()), shown
-    text = texts(nb)
-    assert "Incorrect" not in text and "Not attempted" not in text
+    assert shown and all(re.search(r"\] (Correct|Diagnosis right, fix correct):", text) for text in shown.values()), shown
+    text = texts(nb).lower()
+    assert "incorrect" not in text and "not attempted" not in text and "diagnosis wrong" not in text
 
 
 def assert_learner_checks_not_attempted(nb, name):
@@ -119,23 +127,68 @@ def assert_learner_checks_not_attempted(nb, name):
     shown = lab_cell_texts(nb)
     assert labs and sorted(shown) == sorted(labs), shown
     for lab, text in shown.items():
-        assert "Not attempted yet" in text, (lab, text)
+        assert "not attempted yet" in text.lower(), (lab, text)
 
 
 # ---------------------------------------------------------------- the tests each module imports
 @pytest.mark.device
 def test_solution_notebook_runs_and_its_checks_pass(request):
-    assert_solution_checks_pass(run_solution(request.module.NOTEBOOK))
+    nb = run_solution(request.module.NOTEBOOK)
+    assert_solution_checks_pass(nb)
+    assert_markdown_tables_render(nb, request.module.NOTEBOOK)
+
+
+def assert_nothing_given_away(nb, name):
+    """The executed learner notebook's sources and outputs show no answer before its hint."""
+    from tests import spoilers
+
+    assert spoilers.scan(nb, name) == []
+
+
+def assert_no_stderr(nb, name):
+    """No cell of a CPU run prints to stderr (red in JupyterLab) except known, harmless lines."""
+    noise = [(c.get("id"), line) for c in nb.cells if c.cell_type == "code" for out in c.outputs
+             if out.output_type == "stream" and out.name == "stderr" for line in out.text.splitlines()
+             if line.strip() and not any(allowed in line for allowed in STDERR_ALLOWED)]
+    assert not noise, f"{name}: stderr output in cells: {noise[:5]}"
+
+
+def assert_markdown_tables_render(nb, name):
+    """Every Markdown table a cell shows (or a markdown cell holds) has the same number of cells
+    in every row and a separator row: an unescaped | in a cell garbles the whole table."""
+    sources = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    sources += [out.data["text/markdown"] for c in nb.cells if c.cell_type == "code" for out in c.outputs
+                if "data" in out and "text/markdown" in out.data]
+    for text in sources:
+        block = []
+        for line in [*text.splitlines(), ""]:
+            if line.lstrip().startswith("|"):
+                block.append(line.strip())
+                continue
+            if block:
+                widths = {len(re.findall(r"(?<!\\)\|", row)) for row in block}
+                assert len(widths) == 1 and re.fullmatch(r"\|[-:| ]+\|", block[1] if len(block) > 1 else ""), \
+                    f"{name}: a Markdown table that does not render:\n" + "\n".join(block[:4])
+            block = []
+
+
+STDERR_ALLOWED = ()  # substrings of stderr lines a notebook may print; none so far
 
 
 @pytest.mark.device
 def test_learner_notebook_checks_report_not_attempted(request):
     name = request.module.NOTEBOOK
-    assert_learner_checks_not_attempted(run_learner(name, seed=1), name)
+    nb = run_learner(name, seed=1)
+    assert_learner_checks_not_attempted(nb, name)
+    assert_nothing_given_away(nb, name)
 
 
 @pytest.mark.device
 @pytest.mark.full
 def test_whole_learner_notebook_runs(request):
     name = request.module.NOTEBOOK
-    assert_learner_checks_not_attempted(run_learner(name, whole=True, seed=1), name)
+    nb = run_learner(name, whole=True, seed=1)
+    assert_learner_checks_not_attempted(nb, name)
+    assert_nothing_given_away(nb, name)
+    assert_no_stderr(nb, name)
+    assert_markdown_tables_render(nb, name)

@@ -33,21 +33,38 @@ def say(text):
     if in_ipython():
         from IPython.display import Markdown
 
-        show(Markdown(text))
+        show(Markdown(getattr(text, "markdown", text)))  # a Table renders from its escaped version
     else:
         print(text)
 
 
+class Table(str):
+    """A fixed-width text table; `.markdown` is the same table with its cells escaped, so that
+    `|`, `_` and `*` inside a cell do not end the cell or turn the text italic."""
+
+    markdown = ""
+
+
+MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\|_*`"})
+
+
 def table(rows, columns=None):
-    """Rows of dicts as a fixed-width text table (also valid Markdown)."""
+    """Rows of dicts as a fixed-width text table (print it) that renders as a Markdown table (say it)."""
     columns = list(columns or (rows[0] if rows else []))
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
 
-    def line(values):
-        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+    def render(header, body):
+        widths = [max(len(c), *(len(row[i]) for row in body)) for i, c in enumerate(header)]
 
-    return "\n".join([line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells)])
+        def line(values):
+            return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+
+        return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, body)])
+
+    text = Table(render(columns, cells))
+    text.markdown = render([c.translate(MARKDOWN_SPECIAL) for c in columns],
+                           [[v.translate(MARKDOWN_SPECIAL) for v in row] for row in cells])
+    return text
 
 
 class Code(str):

@@ -2,7 +2,7 @@
 hints, how every cause is judged (`trainlab.checks.lab`) and its corpus of wrong fixes and
 correct alternatives.
 
-Used by notebook 01 (`%%lab debugging/nc_two_bugs`, ...). Each hint ladder follows the
+Used by notebook 01 (`%%lab debugging/nc_7`, ...). Each hint ladder follows the
 checklist: look at the evidence first, then the category, then the fix.
 """
 
@@ -37,12 +37,15 @@ def raise_lr(factor=10):
 
 EXERCISES = [
     LabExercise(
-        "debugging/nc_unnormalised_inputs", mechanisms={"inputs-not-normalised": InputsNormalised()},
+        "debugging/nc_5", mechanisms={"inputs-not-normalised": InputsNormalised()},
         hints=(
-            "Start with the data: print the mean and std of the exact batch the model receives.",
-            "The model sees values in the hundreds. Networks without normalisation layers need inputs near zero "
-            "mean, unit std.",
-            "Normalise with the data set's mean and std: x = (x - mean) / std, instead of multiplying by 255.",
+            "Run the experiment `input-stats` (investigate.run): what does the model actually "
+            "receive?",
+            "An input far from zero mean and unit std is a data problem: without normalisation "
+            "layers the network saturates.",
+            "Look at what happens to x inside the training loop, before model(x).",
+            "Normalise with the data set's mean and std, x = (x - mean) / std, instead of "
+            "multiplying by 255.",
         ),
         corpus=(
             WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="standard deviation"),
@@ -53,15 +56,19 @@ EXERCISES = [
             WrongFix("a larger Adam eps", shipped(("lr=2e-3)", "lr=2e-3, eps=1e-3)")), kind="mask",
                      reason="standard deviation"),
             CorrectAlternative("drop the lines that undo the loader's normalisation", shipped(
-                ('        x = x * std + mean  # the loader normalised; this "restores" raw pixels for display code\n'
+                ('        x = x * std + mean  # back to pixel values, as the augmentation code expects\n'
                  "        x = x * 255\n", ""))),
         )),
     LabExercise(
-        "debugging/nc_misaligned_labels", mechanisms={"labels-misaligned": LabelsInformative()},
+        "debugging/nc_1", mechanisms={"labels-misaligned": LabelsInformative()},
         hints=(
-            "The loss starts at ln 10 and never moves. Look at a batch of images with their labels.",
-            "Images and labels are shuffled separately. Does image i still carry its own label?",
-            "Draw one permutation and index both images and labels with it.",
+            "Run `label-test` and plot a batch with its labels: do the labels say anything about "
+            "the images?",
+            "A probe at chance means images and labels no longer correspond: a data problem, not "
+            "the model.",
+            "Look at where the training set is reordered, before the loader is built.",
+            "Index images and labels with one and the same permutation (or leave the shuffling to "
+            "the loader).",
         ),
         corpus=(
             WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="nearest-class-mean"),
@@ -83,12 +90,17 @@ EXERCISES = [
                  "g = torch.Generator().manual_seed(1)\ntrain_y = images.train_y[torch.randperm("))),
         )),
     LabExercise(
-        "debugging/nc_softmax_before_loss", mechanisms={"softmax-before-cross-entropy": LogitsIntoLoss()},
+        "debugging/nc_3", mechanisms={"softmax-before-cross-entropy": LogitsIntoLoss()},
         min_gap_closed=0.75,
         hints=(
-            "Look at the model's outputs: are they logits or probabilities? Do rows sum to 1?",
-            "nn.CrossEntropyLoss applies log-softmax itself. A softmax before it squashes the gradients.",
-            "Remove the final nn.Softmax; keep the model's raw logits.",
+            "Run `loss-inputs` and `overfit-one-batch`: what does the loss function receive, and "
+            "can the model fit one batch?",
+            "Rows that are non-negative and sum to 1 are probabilities: a loss problem. "
+            "CrossEntropyLoss applies log-softmax itself, so a softmax before it flattens the "
+            "gradients.",
+            "Look at the model's last layer and at the loss function.",
+            "Remove the final nn.Softmax and feed the raw logits to CrossEntropyLoss (or "
+            "LogSoftmax with NLLLoss).",
         ),
         corpus=(
             WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="probabilities"),
@@ -102,11 +114,15 @@ EXERCISES = [
                 ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = lambda probs, y: nn.functional.nll_loss(torch.log(probs), y)"))),
         )),
     LabExercise(
-        "debugging/nc_zero_init", mechanisms={"zero-initialisation": NoConstantWeights()},
+        "debugging/nc_2", mechanisms={"zero-initialisation": NoConstantWeights()},
         hints=(
-            "Print each layer's weight std before training, and the share of ReLU outputs that are zero.",
-            "All weights equal means every unit computes the same thing; zero BatchNorm weights output zero.",
-            "Use the default initialisation: call reset_parameters() on every layer (or do not zero them).",
+            "Run `init-stats` and `layer-gradients`: how do the weights start, and does gradient "
+            "reach them?",
+            "Weights with std 0 make every unit compute the same thing, and zero BatchNorm scales "
+            "output zeros: a model (initialisation) problem.",
+            "Look at the lines between building the model and building the optimizer.",
+            "Keep PyTorch's default initialisation (drop the loop that zeros every parameter), or "
+            "use a Kaiming init.",
         ),
         corpus=(
             WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="constant"),
@@ -123,10 +139,13 @@ EXERCISES = [
                 "        nn.init.kaiming_normal_(m.weight)\n        nn.init.zeros_(m.bias)\n"))),
         )),
     LabExercise(
-        "debugging/nc_optimizer_stale_params", mechanisms={"params-not-in-optimizer": AllParamsOptimized()},
+        "debugging/nc_4", mechanisms={"params-not-in-optimizer": AllParamsOptimized()},
         hints=(
-            "Check parameter coverage: is every parameter the forward pass uses in an optimizer param group?",
-            "The optimizer was built over a model that is then replaced.",
+            "Run `optimizer-coverage`: does the optimizer update the parameters the forward pass "
+            "uses?",
+            "Parameters that the forward pass uses but no optimizer holds never change: an "
+            "optimizer problem.",
+            "Look at the order in which the model and the optimizer are created.",
             "Build the optimizer after the final model exists, over that model's parameters.",
         ),
         corpus=(
@@ -141,12 +160,15 @@ EXERCISES = [
                  "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n"))),
         )),
     LabExercise(
-        "debugging/nc_schedule_per_batch", mechanisms={"lr-schedule-too-fast": ScheduleMatches()},
+        "debugging/nc_6", mechanisms={"lr-schedule-too-fast": ScheduleMatches()},
         max_train=4800,  # 75 steps an epoch: the check's 200 steps cross the schedule's first decay
         hints=(
-            "Plot the learning rate per step.",
-            "StepLR's step_size counts calls to scheduler.step(). Here it is called every batch.",
-            "Call scheduler.step() once per epoch, after the inner loop.",
+            "Run `lr-per-step`: what is the learning rate after the first few dozen steps?",
+            "A learning rate that collapses within the first epoch: the schedule runs far faster "
+            "than intended, an optimizer problem.",
+            "Look at where scheduler.step() is called; StepLR's step_size counts calls to it.",
+            "Call scheduler.step() once per epoch, after the inner loop (or give step_size in "
+            "batches).",
         ),
         corpus=(
             WrongFix("train longer", Edit(then=(train_longer,)), kind="mask", reason="learning rate at step"),
@@ -167,11 +189,16 @@ EXERCISES = [
                 ("step_size=2,", "step_size=2 * len(train_loader),"))),
         )),
     LabExercise(
-        "debugging/nc_two_bugs", mechanisms={"labels-misaligned": LabelsInformative(), "missing-zero-grad": FreshGradients()},
+        "debugging/nc_7", mechanisms={"labels-misaligned": LabelsInformative(), "missing-zero-grad": FreshGradients()},
         hints=(
-            "Two bugs. Check the data (image/label pairs) and the optimizer step (are gradients cleared?).",
-            "The labels stay in the old order while images are reordered; and zero_grad() is never called.",
-            "Index labels with the same permutation, and call optimizer.zero_grad() before backward().",
+            "Run every experiment of the checklist, not only the first that looks odd: more than "
+            "one may be off.",
+            "A label probe at chance is a data problem; gradients still there at each backward "
+            "are an optimizer problem. Each alone stops learning.",
+            "Look at how the training set is reordered up front, and at the lines around "
+            "loss.backward().",
+            "Index the labels with the images' permutation, and call optimizer.zero_grad() before "
+            "backward().",
         ),
         corpus=(
             WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="nearest-class-mean"),
@@ -188,11 +215,16 @@ EXERCISES = [
                 (STEP, STEP + "        optimizer.zero_grad()\n"))),
         )),
     LabExercise(
-        "debugging/nan_lr_too_high", mechanisms={"lr-too-high": Learns()},
+        "debugging/nan_1", mechanisms={"lr-too-high": Learns()},
         hints=(
-            "When does the loss first become non-finite? Look at the gradient norm just before.",
-            "The loss explodes within ten steps: the updates are far too large. Run an LR range test.",
-            "Use a learning rate around 0.03 for SGD with momentum here.",
+            "Run `first-nonfinite` and `lr-range-test`: when does the loss blow up, and which "
+            "learning rates make it fall?",
+            "The loss grows before any value turns non-finite, and the script's learning rate is "
+            "far above the range where the loss falls: an optimizer problem (clipping would only "
+            "hide it).",
+            "Look at how the optimizer is constructed.",
+            "Use a learning rate inside the range the test shows: about 0.03 for SGD with "
+            "momentum here.",
         ),
         corpus=(
             WrongFix("clip hard, keep the learning rate", Edit(then=(clip_gradients(0.01),)), kind="mask",
@@ -211,11 +243,15 @@ EXERCISES = [
             CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         )),
     LabExercise(
-        "debugging/nan_unstable_loss", mechanisms={"unstable-loss": Learns()},
+        "debugging/nan_2", mechanisms={"unstable-loss": Learns()},
         hints=(
-            "Is the model's output finite when the loss is NaN? Then the loss function makes the NaN.",
-            "t * log(t / p) with a one-hot t: every zero of t gives 0 * log(0) = 0 * -inf = NaN.",
-            "Use log_softmax and F.kl_div (which defines 0 * log 0 = 0), or simply F.cross_entropy.",
+            "Run `first-nonfinite`: is the loss non-finite while the model's outputs are still "
+            "finite?",
+            "Finite logits but a non-finite loss: the loss computation itself is unstable, a loss "
+            "problem.",
+            "Look at the hand-written loss: what is t * log(t / p) where t = 0?",
+            "Compute it from logits with stable library ops: log_softmax, then F.kl_div(log_p, t, "
+            "reduction='batchmean').",
         ),
         corpus=(
             WrongFix("nan_to_num on the loss", shipped(("return (t * torch.log(t / p)).sum(dim=1).mean()",
@@ -236,12 +272,16 @@ EXERCISES = [
             CorrectAlternative("an epsilon inside the log", shipped(("torch.log(t / p)", "torch.log((t + 1e-12) / p)"))),
         )),
     LabExercise(
-        "debugging/nan_fp16_weights", mechanisms={"fp16-master-weights": Fp32MasterWeights()},
+        "debugging/nan_3", mechanisms={"fp16-master-weights": Fp32MasterWeights()},
         hints=(
-            "Which dtype are the weights and the optimizer state in? What is 1e-8 in fp16?",
-            "With fp16 master weights, Adam's eps rounds to 0 and small updates vanish: keep the weights in fp32.",
-            "Keep fp32 weights, run the forward under torch.autocast(dtype=torch.float16), "
-            "and use torch.amp.GradScaler for backward and step.",
+            "Run `dtypes` and `first-nonfinite`: in which dtype do the weights and the optimizer "
+            "state live?",
+            "Adam updating float16 weights: small updates round away, its eps of 1e-8 is 0 in "
+            "fp16, and gradients underflow - a precision problem.",
+            "Look at where the model and the inputs are converted to half precision, and at "
+            "backward/step.",
+            "Keep fp32 weights; run the forward under torch.autocast(dtype=torch.float16) with a "
+            "GradScaler (or use bf16).",
         ),
         corpus=(
             WrongFix("switch to fp32", shipped(("make_model().half()", "make_model()"), ("model(x.half())", "model(x)")),
@@ -261,11 +301,15 @@ EXERCISES = [
                  "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"))),
         )),
     LabExercise(
-        "debugging/slow_starved_loader", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
+        "debugging/slow_1", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
         hints=(
-            "Profile a step: how much of it is spent waiting for the next batch?",
-            "Per-sample PIL transforms in Python, with no worker processes, cannot keep up with this model.",
-            "Keep the data on the device and augment whole batches: trainlab.data.DeviceLoader.",
+            "Run `time-split`: where does a step's time go?",
+            "Most of each step waits for the next batch: an input-pipeline (device) problem, not "
+            "compute.",
+            "Look at how batches are produced: per-sample transforms and the DataLoader's "
+            "arguments.",
+            "Preprocess whole batches on the device (the workbook's DeviceLoader), or give the "
+            "DataLoader workers.",
         ),
         corpus=(
             WrongFix("bigger batches", shipped(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
@@ -285,13 +329,17 @@ EXERCISES = [
                 "train_loader = DataLoader(TensorDataset(prepared, images.train_y), sampler=batches, batch_size=None)"))),
         )),
     LabExercise(
-        "debugging/slow_host_syncs", max_steps=120,
+        "debugging/slow_2", max_steps=120,
         mechanisms={"host-syncs-in-loop": (HOST_READS, ReportKept(("seen", "hits", "top3_hits", "class_loss",
                                                                     "confidence", "confusion")))},
         hints=(
-            "Count host reads per step: every int(), float(), .item() of a tensor is one.",
-            "The bookkeeping loop reads several tensor elements per sample, every step.",
-            "Do the same bookkeeping with tensor ops on the device: torch.bincount.",
+            "Run `time-split` and `host-reads`: how many tensor values are read on the host per "
+            "step?",
+            "Hundreds of host reads per step, each a device synchronisation on a GPU: a device "
+            "problem.",
+            "Look at the per-class statistics code inside the training loop.",
+            "Keep the statistics on the device with tensor ops (torch.bincount) and read them "
+            "once per epoch.",
         ),
         corpus=(
             WrongFix("every other sample", shipped(("for i in range(len(y)):", "for i in range(0, len(y), 2):")),
@@ -325,12 +373,16 @@ EXERCISES = [
                 ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, pred_[i]] += 1\n"))),
         )),
     LabExercise(
-        "debugging/slow_two_bugs", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
+        "debugging/slow_3", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
             HOST_READS, ReportKept(("seen", "hits")))}, max_steps=120,
         hints=(
-            "Two bottlenecks. Profile a step: waiting for data, and host reads per step.",
-            "The DataLoader transforms one sample at a time in Python; the bookkeeping loop reads tensor elements.",
-            "Use DeviceLoader for the data and torch.bincount for the bookkeeping.",
+            "Run `time-split` and `host-reads`.",
+            "Time waiting for data and many host reads per step are two separate device problems; "
+            "each alone is slow.",
+            "Look at the input pipeline (transforms, DataLoader) and at the per-class accuracy "
+            "code in the loop.",
+            "Batch the preprocessing on the device, and count per-class hits with torch.bincount "
+            "on the device.",
         ),
         corpus=(
             WrongFix("only the loader fixed", Edit(fixes=("data-loader-starves",)), kind="partial", reason="host reads"),
@@ -343,11 +395,14 @@ EXERCISES = [
                 ("        hits += torch.bincount(y[pred == y], minlength=10)\n", ""))), kind="deletion", reason="sums to"),
         )),
     LabExercise(
-        "debugging/mem_graph_kept_alive", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
+        "debugging/mem_1", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
         hints=(
-            "Measure the memory held after each step: does it grow?",
-            "retain_graph=True keeps the saved activations, and the history keeps each loss tensor (and its graph).",
-            "Call loss.backward() without retain_graph and store loss.item() in the history.",
+            "Run `memory-per-step`: does the memory held for backward grow from step to step?",
+            "Growth every step means something keeps each step's autograd graph reachable: a "
+            "device (memory) problem.",
+            "Look at what the loop keeps from each step, and at the backward call.",
+            "Keep loss.item() (a float) in the history, not the loss tensor, and drop "
+            "retain_graph=True.",
         ),
         corpus=(
             WrongFix("del loss at the end of the step", shipped((

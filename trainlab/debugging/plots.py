@@ -58,13 +58,13 @@ TIME_PARTS = {"compute": ("forward, backward, step", "tab:blue"), "data": ("wait
 def plot_time_split(rows, title="where a step's time goes"):
     """rows: {label: {"compute": s, "data": s, "sync": s, "other": s}} per step (the probe's
     time_split); stacked bars in ms."""
-    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.5 * len(rows)))
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.5 * len(rows)))
     left = np.zeros(len(rows))
     for part, (name, color) in TIME_PARTS.items():
         values = np.array([1e3 * r.get(part, 0.0) for r in rows.values()])
         ax.barh(list(rows), values, left=left, color=color, label=name)
         left += values
     ax.set(xlabel="ms per step", title=title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over one
     fig.tight_layout()
     return fig

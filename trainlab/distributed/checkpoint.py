@@ -14,6 +14,7 @@ written by 2 ranks loads into 1 or 4.
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import torch.distributed as dist
@@ -61,7 +62,9 @@ def load(path, model, optimizer):
     """Load a checkpoint folder into model and optimizer (any world size); return its step."""
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=path)
+    with warnings.catch_warnings():  # loading into one process without a process group is intended here
+        warnings.filterwarnings("ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load")
+        dcp.load(state, checkpoint_id=path)
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     return int(Path(path).name.split("-")[1])
 
@@ -76,7 +79,8 @@ def consolidate(path, out):
     without a process group; load it with torch.load(out, weights_only=True)."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
-    with atomic.replacing(out) as tmp:
+    with atomic.replacing(out) as tmp, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load")
         dcp_to_torch_save(path, tmp)
     return Path(out)
 

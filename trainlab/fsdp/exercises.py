@@ -47,14 +47,16 @@ DEPTH = 6  # transformer blocks of the lab's model in the check's run: FSDP unit
 
 
 HINTS = (
-        "Run it as shipped: it hangs (and then fails) before anything else shows. Which collective does "
-        "only rank 0 call? Every rank must reach every collective, in the same order.",
-        "fully_shard replaces the model's parameters with sharded ones (DTensors). What does an optimizer "
-        "built before that hold?",
-        "Each rank must see its own share of every global batch: DeviceLoader(..., rank=, world_size=).",
-        "Only rank 0 saving model.state_dict() writes rank 0's shards. trainlab.distributed.checkpoint.save is "
-        "called by every rank (torch.distributed.checkpoint).",
-        "fully_shard each transformer block before the root, so one block's full weights exist at a time.",
+    "Run it on 2 ranks as shipped and read each rank's error; then compare the parity table, the "
+    "all-gathers per step and the checkpoint's contents with DDP's.",
+    "Five distributed problems: a collective only one rank reaches (hang), an optimizer holding "
+    "the wrong parameters, every rank on the same data, one unit gathering the whole model at "
+    "once, and a checkpoint with only rank 0's shards.",
+    "Look at the loss logging, the order of sharding and optimizer, the DeviceLoader's arguments, "
+    "what fully_shard is called on, and the save call.",
+    "Every rank calls every collective; build the optimizer after fully_shard; pass rank= and "
+    "world_size= to the loader; fully_shard each block, then the root; save with "
+    "trainlab.distributed.checkpoint.save on every rank.",
 )
 
 

@@ -91,7 +91,8 @@ def planner_widget(params=70e9, world_size=8, device_gb=80):
     import matplotlib.pyplot as plt
     from IPython.display import display
 
-    billions = w.FloatLogSlider(value=params / 1e9, base=10, min=-2, max=3, step=0.05, description="params (B)")
+    billions = w.FloatLogSlider(value=params / 1e9, base=10, min=-2, max=3, step=0.001, readout_format=".3g",
+                                description="params (B)")  # a fine step: 70 reads 70, not 70.8
     ranks = w.IntSlider(value=world_size, min=1, max=256, description="ranks")
     memory = w.FloatSlider(value=device_gb, min=8, max=192, step=8, description="GPU GB")
     precision = w.Dropdown(options=PRECISIONS, value="mixed", description="precision")
@@ -120,9 +121,10 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
         bottoms = [b + v for b, v in zip(bottoms, values)]
     ax.axhline(device_gb, color="black", ls="--", lw=1, label=f"{device_gb:g} GB per GPU")
     for i, p in enumerate(plans):
-        ax.text(i, bottoms[i], f"{p['device_total'] / GB:.0f}" + ("" if p["fits"] else " x"), ha="center", va="bottom",
+        ax.text(i, bottoms[i], f"{p['device_total'] / GB:.3g}" + ("" if p["fits"] else " x"), ha="center", va="bottom",
                 fontsize=8)
-    ax.set(ylabel="GB per rank (model states)", yscale="log",
+    # a linear axis: on a log axis a stacked bar's bottom segment (the sharded weights) all but vanishes
+    ax.set(ylabel="GB per rank (model states)",
            title=f"{params / 1e9:g}B params, {world_size} ranks, {precision}, {optimizer}")
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()

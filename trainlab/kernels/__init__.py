@@ -14,3 +14,12 @@ TRITON_INTERPRET=1 so the Triton kernels run (slowly, exactly) on CPU.
 """
 
 from trainlab.kernels import triton_env  # noqa: F401  (sets TRITON_INTERPRET before any kernel is defined)
+
+import logging
+
+import torch
+
+if not torch.cuda.is_available():
+    # torch.utils.cpp_extension warns on import that there is no CUDA runtime when CUDA_HOME
+    # exists; the C++ kernels here are CPU ones, so on a CPU machine that line is only noise.
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)

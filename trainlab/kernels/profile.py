@@ -49,6 +49,14 @@ class StepProfile:
         return self.operators[:n]
 
 
+def short_name(name, width=48):
+    """An operator name cut to width in the middle, so names that share a long prefix stay apart."""
+    if len(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return name[:half] + "…" + name[-(width - 1 - half):]
+
+
 def _model(name, device):
     if name == "vit":
         return build_model(ModelConfig(name="vit", width=128, depth=4)).to(device)

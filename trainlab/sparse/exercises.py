@@ -27,12 +27,12 @@ CAUSE_OF_CASE = {"uneven": "uneven-counts", "shared_indices": "repeats-overwritt
 MAX_SHARE_OF_DENSE = 0.2  # bytes a rank may send in the large case, as a share of a dense all-reduce's
 
 HINTS = (
-    "Run it: with different non-zero counts per rank, all_gather cannot work - it needs the same size "
-    "from every rank. Exchange the counts first.",
-    "Pad every rank's indices and values to the largest count, gather, then cut each rank's part back "
-    "to its own count.",
-    "out[idx] = val keeps one value per repeated index (the last write). Which tensor method adds "
-    "values at indices, summing repeats?",
+    "Run the check's cases: which fail, and with what error? Compare the ranks' non-zero counts.",
+    "Two problems: all_gather needs the same size from every rank, and an index held by several "
+    "ranks must be summed - one in the exchange, one in the sum.",
+    "Look at the all_gather calls and at the line that writes the gathered values into out.",
+    "Exchange the counts first, pad to the largest, gather, cut each rank's part back; then sum "
+    "with out.index_add_(0, idx, val).",
 )
 
 CORPUS = (

@@ -65,8 +65,10 @@ def bytes_widget(D=1 << 24, sweep=None):
     from IPython.display import display
 
     density = w.FloatLogSlider(value=1e-3, base=10, min=-4, max=-0.3, step=0.1, description="density")
-    ranks = w.IntSlider(value=4, min=2, max=64, description="ranks")
-    overlap = w.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.05, description="overlap")
+    # start where the sweep measured, so its dots show before the learner moves anything
+    ranks = w.IntSlider(value=sweep["world_size"] if sweep else 4, min=2, max=64, description="ranks")
+    overlap = w.FloatSlider(value=sweep["overlap"] if sweep else 0.0, min=0.0, max=1.0, step=0.05,
+                            description="overlap")
 
     def draw(density, ranks, overlap):
         measured = None

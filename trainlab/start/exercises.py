@@ -14,8 +14,11 @@ WARMUP = LabExercise(
     "start/warmup",
     mechanisms={"missing-optimizer-step": Learns()},
     hints=(
-        "Training has four steps: forward, loss, backward, update. Which one never happens?",
-        "loss.backward() fills every parameter's .grad, but something must use those gradients.",
+        "Copy the weights before training and compare them after a few steps; watch the loss per "
+        "step.",
+        "The weights never change, so neither data nor model can be the problem: nothing applies "
+        "the gradients (optimizer).",
+        "Look at the training loop between loss.backward() and the next batch.",
         "Add optimizer.step() right after loss.backward().",
     ),
     corpus=(

@@ -1,0 +1,194 @@
+"""Interview realism: nothing gives the answer away before the learner asks, hint ladders teach
+in four rungs, every lab is in reach from its notebook, and the diagnosis is graded apart
+from the fix."""
+
+import copy
+import re
+
+import nbformat
+import pytest
+
+from tests import spoilers
+from trainlab import labs, paths, workspace
+from trainlab.checks import diagnosis, exercises, magic
+from trainlab.checks.core import Exercise, Incorrect
+from trainlab.debugging import investigate
+from trainlab.debugging.panel import HypothesisPanel
+from trainlab.doctor import causes, rules
+
+LEARNER_NOTEBOOKS = sorted(paths.NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", LEARNER_NOTEBOOKS, ids=lambda p: p.name)
+def test_learner_notebooks_give_nothing_away_before_a_hint(path):
+    nb = nbformat.read(path, as_version=4)
+    assert spoilers.scan(nb, path.name) == []
+
+
+def test_the_scan_finds_each_kind_of_spoiler_and_forgives_what_a_hint_revealed():
+    nb = nbformat.read(paths.NOTEBOOKS / "01_debugging.ipynb", as_version=4)
+    fixed_line = sorted(spoilers.fixed_lines("debugging/nc_7"))[0]
+    first_lab = next(i for i, c in enumerate(nb.cells) if c.source.startswith("%%lab debugging/nc_7"))
+    hint = next(i for i, c in enumerate(nb.cells) if spoilers.reveals(c, "debugging/nc_7"))
+    for leak, found in ((f"Look at `missing-zero-grad` here", "cause id 'missing-zero-grad'"),
+                        ("Category: data, optimizer", "a category list"),
+                        ("x = 1  # BUG[labels-misaligned]", "a fix marker"),
+                        (f"try this:\n    {fixed_line}", "a line of debugging/nc_7's fix")):
+        leaky = copy.deepcopy(nb)
+        leaky.cells.insert(first_lab, nbformat.v4.new_markdown_cell(leak))
+        assert any(found in p for p in spoilers.scan(leaky)), leak
+        told = copy.deepcopy(nb)  # the same cause id after the hint was asked for: allowed
+        told.cells.insert(hint + 1, nbformat.v4.new_markdown_cell("the doctor found missing-zero-grad"))
+        assert not [p for p in spoilers.scan(told) if "missing-zero-grad" in p]
+    output = copy.deepcopy(nb)  # an executed output counts as much as the source
+    output.cells[first_lab - 1].outputs = [nbformat.v4.new_output("stream", text="labels-misaligned!")]
+    assert any("labels-misaligned" in p and "output" in p for p in spoilers.scan(output))
+
+
+@pytest.mark.parametrize("name", labs.names(*labs.TRAINING))
+def test_hypothesis_panel_labels_ask_questions_and_show_no_code(name):
+    panel = HypothesisPanel(name, max_steps=1)
+    text = " ".join(panel.candidates)
+    assert all(label.count("?") == 1 for label in panel.candidates), panel.candidates
+    assert not [c for c in labs.get(name).causes if c in text]
+    assert not [line for line in spoilers.fixed_lines(name) if line in text]
+    assert sorted(panel.candidates) == panel.candidates  # the lab's own hypotheses are not listed first
+
+
+@pytest.mark.parametrize("name", list(exercises.everything()))
+def test_every_hint_ladder_has_four_short_rungs_and_the_fix_comes_last(name):
+    exercise = exercises.get(name)
+    assert len(exercise.hints) >= 4
+    assert all(len(h) <= 240 for h in exercise.hints), [len(h) for h in exercise.hints]
+    early = " ".join(exercise.hints[:-1])  # what to run, what it means, where: not yet the fix
+    assert not [c for c in labs.get(exercise.lab).causes if c in early]
+    assert not [line for line in spoilers.fixed_lines(exercise.lab) if line in early]
+
+
+def test_hints_render_as_markdown_not_as_a_quoted_string(monkeypatch):
+    shown = []
+    monkeypatch.setattr("trainlab.checks.core.say", shown.append)
+    exercise = exercises.get("start/warmup")
+    exercise._next_hint = 0
+    exercise.hint()
+    exercise.hint()
+    assert shown[0].startswith("**[start/warmup] hint 1/4:**") and "hint 2/4" in shown[1]
+    assert not shown[0].startswith("'")
+    assert diagnosis.HELP["start/warmup"][-2:] == ["hint 1", "hint 2"]
+
+
+def test_the_lab_browser_reaches_every_lab_and_opens_it_as_a_checked_cell(monkeypatch):
+    rows = magic.browser_rows("debugging")
+    assert sorted(name for _, name, _ in rows) == labs.names("debugging") and len(rows) == 14
+    assert [s for s, _, _ in rows] == sorted(s for s, _, _ in rows)  # grouped by symptom
+    inserted = []
+    monkeypatch.setattr(magic, "_next_input", lambda text, replace: inserted.append((text, replace)))
+    magic.lab_open("debugging/nc_2")
+    magic.lab_reset("nc_2")
+    for text, _ in inserted:
+        assert text.splitlines()[0] == "%%lab debugging/nc_2"
+        assert text.split("\n", 1)[1].strip() == labs.source("debugging/nc_2").strip()
+    assert [replace for _, replace in inserted] == [False, True]
+    with pytest.raises(KeyError, match="known exercises"):
+        magic.lab_open("debugging/no_such_lab")
+
+
+def test_every_lab_cause_and_rule_id_is_in_the_doctors_menu_with_an_experiment():
+    ids = set(re.findall(r'Finding\(\s*"\w+",\s*"\w+",\s*"([\w-]+)"', open(rules.__file__).read()))
+    assert ids and ids <= set(causes.CAUSES), ids - set(causes.CAUSES)
+    for name in labs.names(*labs.TRAINING):
+        assert set(labs.get(name).causes) <= set(causes.CAUSES), name
+    for cause in causes.CAUSES.values():
+        assert cause.evidence and set(cause.evidence) <= set(investigate.EXPERIMENTS), cause.id
+        assert cause.question.endswith("?") and cause.category in causes.CATEGORIES
+
+
+def test_free_text_is_matched_to_a_cause_or_refused_clearly():
+    assert causes.match("the labels do not match the images after the shuffle") == ["labels-misaligned"]
+    assert causes.match("optimizer.zero_grad is never called, gradients accumulate") == ["missing-zero-grad"]
+    with pytest.raises(ValueError, match="no cause matches"):
+        causes.match("cosmic rays")
+
+
+class Quick(Exercise):
+    """An exercise whose fix verdict is decided by the text (the grading around it is real)."""
+
+    def __init__(self, lab):
+        super().__init__(lab, hints=("what to run", "what it means", "where", "the fix"))
+
+    def judge(self, source):
+        if "fixed" not in source:
+            raise Incorrect("the bug is still there")
+        return "fixed"
+
+
+@pytest.fixture
+def fresh_session(monkeypatch):
+    monkeypatch.setattr(diagnosis, "STATED", {})
+    monkeypatch.setattr(diagnosis, "HELP", {})
+    monkeypatch.setattr(investigate, "LOG", [])
+    from trainlab import doctor
+    monkeypatch.setattr(doctor, "USED", [])
+
+
+def _saw(lab, *experiments):
+    for experiment in experiments:
+        investigate.LOG.append(investigate.Evidence(labs.resolve(lab), experiment, "a reading"))
+
+
+@pytest.mark.parametrize("stated, evidence, fix, head", [
+    (["labels-misaligned", "missing-zero-grad"], ["label-test", "gradient-freshness"], "fixed",
+     "Diagnosis right, fix correct"),
+    (["labels-misaligned", "missing-zero-grad"], ["label-test", "gradient-freshness"], "not yet",
+     "Diagnosis right, fix incorrect"),
+    (["labels-misaligned"], ["label-test"], "fixed", "Diagnosis wrong, fix correct"),  # one of two causes
+    (["lr-too-high"], ["lr-range-test"], "not yet", "Diagnosis wrong, fix incorrect"),
+    (["labels-misaligned", "missing-zero-grad"], ["time-split"], "fixed", "Diagnosis wrong, fix correct"),
+])
+def test_diagnosis_and_fix_are_graded_apart(fresh_session, stated, evidence, fix, head):
+    lab = "debugging/nc_7"
+    _saw(lab, "label-test", "gradient-freshness", "time-split", "lr-range-test")
+    diagnosis.state(lab, causes=stated, evidence=evidence)
+    verdict = Quick(lab).check(fix)
+    assert str(verdict).startswith(f"[{lab}] {head}:"), str(verdict)
+    if "wrong" in head and evidence == ["time-split"]:
+        assert "does not tell" in str(verdict.diagnosis)
+
+
+def test_the_first_diagnosis_is_graded_and_help_used_first_is_recorded(fresh_session):
+    lab = "debugging/mem_1"
+    _saw(lab, "memory-per-step", "time-split")
+    exercise = Quick(lab)
+    assert str(exercise.check("fixed")).startswith(f"[{lab}] Diagnosis not stated, fix correct")
+    exercise.hint()
+    diagnosis.state(lab, causes=["host-syncs-in-loop"], evidence=["time-split"])
+    diagnosis.state(lab, causes=["graph-kept-alive"], evidence=["memory-per-step"])  # after feedback
+    grade = diagnosis.grade(lab)
+    assert not grade.right and grade.help_before == ("hint 1",) and grade.later == 1
+    assert "stated after: hint 1" in str(grade) and "1 later diagnosis" in str(grade)
+
+
+def test_a_diagnosis_needs_evidence_seen_in_this_kernel_and_known_causes(fresh_session):
+    lab = "debugging/nc_1"
+    with pytest.raises(ValueError, match="investigate.run"):
+        diagnosis.state(lab, causes=["labels-misaligned"], evidence=["label-test"])
+    _saw(lab, "label-test")
+    with pytest.raises(KeyError, match="the doctor's ids"):
+        diagnosis.state(lab, causes=["gremlins"], evidence=["label-test"])
+    with pytest.raises(ValueError, match="give the evidence"):
+        diagnosis.state(lab, causes=["labels-misaligned"])
+    stated = diagnosis.state(lab, text="the labels are shuffled differently from the images", evidence=["label-test"])
+    assert stated.causes == ("labels-misaligned",) and diagnosis.grade(lab).right
+
+
+def test_working_copies_are_created_once_and_never_overwritten(tmp_path):
+    shipped, work = tmp_path / "notebooks", tmp_path / "work"
+    shipped.mkdir()
+    (shipped / "00_a.ipynb").write_text("shipped a")
+    assert workspace.sync(work, shipped) == ["00_a.ipynb"]
+    (work / "00_a.ipynb").write_text("my answers")
+    (shipped / "00_a.ipynb").write_text("regenerated a")
+    (shipped / "01_b.ipynb").write_text("new notebook")
+    assert workspace.sync(work, shipped) == ["01_b.ipynb"]
+    assert (work / "00_a.ipynb").read_text() == "my answers"
+    assert "/work/" in (paths.REPO / ".gitignore").read_text().split()

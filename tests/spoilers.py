@@ -1,0 +1,88 @@
+"""What a learner notebook may not show before the learner asks: a scan for answers given away.
+
+For every lab a notebook hands out (a `%%lab NAME` cell, or a `%lab_browser MODULE` listing),
+nothing before the first cell that asks for its hint, solution or the doctor's reading may
+contain its answer:
+- a cause id of the lab (`labels-misaligned`), or a category list ("category: data, ...");
+- a fix marker (`# BUG`, `#+`);
+- a fixed-code line: a line the fix adds that is not in the shipped script and is at least 20
+  characters long.
+It scans markdown, code and - for an executed notebook - every cell's text outputs. Causes
+shared with a lab whose answer was already asked for earlier in the notebook are not spoilers
+any more.
+"""
+
+import re
+
+from trainlab import labs
+from trainlab.checks import exercises
+
+REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(")
+BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
+MARKER = re.compile(r"#\s*BUG\b|^\s*#\+", re.M)
+CATEGORY_LIST = re.compile(r"\bcategor(?:y|ies)\s*:", re.I)
+MIN_FIXED_LINE = 20
+
+
+def fixed_lines(name):
+    shipped = {line.strip() for line in labs.source(name).splitlines()}
+    return {line.strip() for line in labs.source(name, fixed=True).splitlines()
+            if len(line.strip()) >= MIN_FIXED_LINE and line.strip() not in shipped}
+
+
+def handed_out(nb):
+    """The labs a notebook hands out: its %%lab cells and the modules its lab browser lists."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if cell.source.startswith("%%lab"):
+            found.append(labs.resolve(cell.source.split()[1]))
+        for modules in BROWSER.findall(cell.source):
+            found += [n for n in exercises.everything() if n.split("/")[0] in modules.split()]
+    return list(dict.fromkeys(found))
+
+
+def reveals(cell, name):
+    short = name.split("/")[1]
+    return cell.cell_type == "code" and bool(REVEAL.search(cell.source)) and (
+        f'"{name}"' in cell.source or f'"{short}"' in cell.source)
+
+
+def cell_texts(cell):
+    yield "source", cell.source
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            yield "output", out.get("text", "")
+        for mime, value in out.get("data", {}).items():
+            if mime.startswith("text/"):
+                yield f"output {mime}", value if isinstance(value, str) else "".join(value)
+
+
+def scan(nb, label=""):
+    """[problem, ...]: every answer shown before the learner asked for it."""
+    problems, revealed = [], set()
+    lab_names = handed_out(nb)
+    answers = {n: (set(labs.get(n).causes), fixed_lines(n)) for n in lab_names}
+    for index, cell in enumerate(nb.cells):
+        # the cell that asks may show the answer; causes of labs already asked for are public
+        revealed |= {n for n in lab_names if reveals(cell, n)}
+        public = set().union(*(answers[n][0] for n in revealed)) if revealed else set()
+        public_lines = set().union(*(answers[n][1] for n in revealed)) if revealed else set()
+        hidden = [n for n in lab_names if n not in revealed]
+        for where, text in cell_texts(cell):
+            at = f"{label} cell {index} ({cell.get('id')}) {where}"
+            script = cell.cell_type == "code" and where == "source" and cell.source.startswith("%%lab")
+            if MARKER.search(text):
+                problems.append(f"{at}: a fix marker: {MARKER.search(text).group(0)!r}")
+            if CATEGORY_LIST.search(text):
+                problems.append(f"{at}: a category list: {CATEGORY_LIST.search(text).group(0)!r}")
+            for name in hidden:
+                causes, lines = answers[name]
+                for cause in sorted(causes - public):
+                    if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text):
+                        problems.append(f"{at}: cause id {cause!r} of {name}, before its hint")
+                for line in sorted(lines - public_lines):
+                    if line in text and not script:  # a shipped script shares boilerplate with other labs' fixes
+                        problems.append(f"{at}: a line of {name}'s fix, before its hint: {line!r}")
+    return problems

@@ -133,8 +133,11 @@ def assert_learner_checks_not_attempted(nb, name):
 # ---------------------------------------------------------------- the tests each module imports
 @pytest.mark.device
 def test_solution_notebook_runs_and_its_checks_pass(request):
-    nb = run_solution(request.module.NOTEBOOK)
+    predictions = getattr(request.module, "PREDICTIONS", {})  # papermill parameters, as a headless learner passes them
+    nb = run_solution(request.module.NOTEBOOK, **predictions)
     assert_solution_checks_pass(nb)
+    if predictions:
+        assert "You predicted" in texts(nb) and "Submit your prediction" not in texts(nb)
     assert_markdown_tables_render(nb, request.module.NOTEBOOK)
 
 
@@ -189,6 +192,8 @@ def test_whole_learner_notebook_runs(request):
     name = request.module.NOTEBOOK
     nb = run_learner(name, whole=True, seed=1)
     assert_learner_checks_not_attempted(nb, name)
+    if getattr(request.module, "PREDICTIONS", {}):  # no prediction given: the measurement stays hidden
+        assert "Submit your prediction" in texts(nb) and "You predicted" not in texts(nb)
     assert_nothing_given_away(nb, name)
     assert_no_stderr(nb, name)
     assert_markdown_tables_render(nb, name)

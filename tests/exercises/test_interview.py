@@ -192,3 +192,43 @@ def test_working_copies_are_created_once_and_never_overwritten(tmp_path):
     assert workspace.sync(work, shipped) == ["01_b.ipynb"]
     assert (work / "00_a.ipynb").read_text() == "my answers"
     assert "/work/" in (paths.REPO / ".gitignore").read_text().split()
+
+
+def test_a_prediction_hides_the_measurement_until_it_is_submitted(monkeypatch):
+    from trainlab import predict
+
+    shown, drawn = [], []
+    monkeypatch.setattr(predict, "say", shown.append)
+    guess = predict.ask("test-bytes", "MiB per rank?", unit="MiB")
+    assert "no prediction yet" in repr(guess)
+    guess.reveal(123.456, then=lambda: drawn.append("table"))
+    assert not [s for s in shown if "123" in s] and drawn == []  # neither the value nor the table
+    guess.submit(100)
+    assert "You predicted 100 MiB; measured here: 123 MiB (-19%)" in shown[-1] and drawn == ["table"]
+    headless = predict.ask("test-given", "x?", given=2.0)
+    headless.reveal(4.0)
+    assert "(-50%)" in shown[-1]
+    with pytest.raises(ValueError, match="finite number"):
+        guess.submit(float("nan"))
+
+
+def test_published_figures_have_sources_and_every_cited_one_exists():
+    from trainlab import published
+
+    figures = published.everything()
+    assert len(figures) >= 10
+    assert all(f.source and f.unit and f.value > 0 for f in figures.values())
+    assert "(published: [NVIDIA H100 datasheet](https://" in published.get("h100-hbm-bandwidth").cite
+    with pytest.raises(KeyError, match="known:"):
+        published.get("h900-bandwidth")
+    for path in sorted(paths.SOLUTIONS.glob("*.ipynb")):
+        for key in re.findall(r'published\.get\("([\w-]+)"\)', path.read_text().replace('\\"', '"')):
+            assert key in figures, (path.name, key)
+
+
+@pytest.mark.parametrize("name", ["01_debugging", "02_fsdp", "03_sparse_allreduce", "04_custom_kernels"])
+def test_interview_answers_clarify_cite_published_figures_and_label_what_was_measured(name):
+    nb = nbformat.read(paths.SOLUTIONS / f"{name}.ipynb", as_version=4)
+    answer = nb.cells[-1].source
+    assert "Clarify first" in answer and "published.get(" in answer and "measured here" in answer.lower()
+    assert "Trade-offs" in answer or "trade-offs" in answer.lower()

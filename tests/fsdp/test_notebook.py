@@ -5,3 +5,4 @@ from tests.notebook_run import (test_learner_notebook_checks_report_not_attempte
                                 test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
 
 NOTEBOOK = "02_fsdp.ipynb"
+PREDICTIONS = {"predicted_state_mib": 1.0}  # what a learner predicted (any number: the run shows it next to the measurement)

@@ -4,8 +4,10 @@ import matplotlib.pyplot as plt
 
 
 def plot_ladder(rows, peak, ax=None):
-    """Achieved GB/s per op and rung, with the device's copy bandwidth as the roof."""
-    ax = ax or plt.figure(figsize=(10, 4)).gca()
+    """Achieved GB/s per op and rung, with the device's copy bandwidth as the roof; returns the
+    figure, closed so that it shows once, where it is displayed."""
+    fig = ax.figure if ax is not None else plt.figure(figsize=(10, 4))
+    ax = ax or fig.gca()
     ops = list(dict.fromkeys(r["op"] for r in rows))
     rungs = list(dict.fromkeys(r["rung"] for r in rows if "GB/s" in r))
     width = 0.8 / max(len(rungs), 1)
@@ -18,7 +20,8 @@ def plot_ladder(rows, peak, ax=None):
     ax.set_ylabel("achieved GB/s (bytes a fused kernel must move / time)")
     ax.legend(fontsize=8, ncol=2)
     ax.set_title("The ladder against the roofline")
-    return ax
+    plt.close(fig)
+    return fig
 
 
 def plot_profile(profile, ax=None):

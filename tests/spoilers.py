@@ -3,7 +3,8 @@
 For every lab a notebook hands out (a `%%lab NAME` cell, or a `%lab_browser MODULE` listing),
 nothing before the first cell that asks for its hint, solution or the doctor's reading may
 contain its answer:
-- a cause id of the lab (`labels-misaligned`), or a category list ("category: data, ...");
+- a cause id of the lab (`labels-misaligned`), the question that tests it (the hypothesis
+  panel's label, from trainlab.doctor.causes), or a category list ("category: data, ...");
 - a fix marker (`# BUG`, `#+`);
 - a fixed-code line: a line the fix adds that is not in the shipped script and is at least 20
   characters long.
@@ -16,6 +17,7 @@ import re
 
 from trainlab import labs
 from trainlab.checks import exercises
+from trainlab.doctor.causes import CAUSES
 
 REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(")
 BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
@@ -82,6 +84,9 @@ def scan(nb, label=""):
                 for cause in sorted(causes - public):
                     if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text):
                         problems.append(f"{at}: cause id {cause!r} of {name}, before its hint")
+                    question = CAUSES[cause].question if cause in CAUSES else None
+                    if question and question in text:
+                        problems.append(f"{at}: the question that tests {name}'s cause, before its hint: {question!r}")
                 for line in sorted(lines - public_lines):
                     if line in text and not script:  # a shipped script shares boilerplate with other labs' fixes
                         problems.append(f"{at}: a line of {name}'s fix, before its hint: {line!r}")

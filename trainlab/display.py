@@ -67,6 +67,16 @@ def table(rows, columns=None):
     return text
 
 
+def show_widget(widget, text):
+    """Display an ipywidgets widget; headless runs (papermill) keep `text` as its plain-text
+    form instead of the widget's repr, which would list its options and labels."""
+    from IPython.display import display
+
+    bundle = widget._repr_mimebundle_() or {}
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    display({**data, "text/plain": text}, raw=True)
+
+
 class Code(str):
     """Text shown as a code block."""
 

@@ -14,7 +14,7 @@ papermill parameter (`given=`); with none, the measured value stays out of the o
 
 import math
 
-from trainlab.display import say
+from trainlab.display import say, show_widget
 
 PREDICTIONS = {}  # key -> Prediction, for this kernel
 
@@ -23,19 +23,27 @@ class Prediction:
     def __init__(self, key, question, unit="", given=None):
         self.key, self.question, self.unit = key, question, unit
         self.value = None if given is None else float(given)
-        self.measured, self._then, self._area = None, None, None
+        self.measured, self._then, self._area, self._later = None, None, None, []
 
     def __repr__(self):  # headless: the question, and the prediction if one was given
         said = f"your prediction: {self.value:g} {self.unit}" if self.value is not None else "no prediction yet"
         return f"Predict: {self.question} ({said})"
 
     def submit(self, value):
-        """Record the prediction; if the measurement is already in, show both."""
-        if value is None or not math.isfinite(float(value)):
+        """Record the prediction (the first one counts); if the measurement is in, show both."""
+        if self.value is not None:
+            raise ValueError(f"you already predicted {self.value:g} {self.unit}: the first prediction is the one compared")
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"a prediction for {self.key!r} must be a number, not {value!r}") from None
+        if not math.isfinite(value):
             raise ValueError(f"a prediction for {self.key!r} must be a finite number, not {value!r}")
-        self.value = float(value)
+        self.value = value
         if self.measured is not None:
             self._show(inside=self._area)
+        for later in self._later:
+            self._run(later, inside=self._area)
 
     def reveal(self, measured, then=None):
         """The measurement, shown next to the prediction - or held until one is submitted."""
@@ -45,36 +53,53 @@ class Prediction:
         else:
             say(f"*Submit your prediction for \"{self.question}\" above: the measured value appears there.*")
 
-    def error(self):
-        return (self.value - self.measured) / self.measured if self.measured else math.inf
+    def after(self, show):
+        """Call show() now if a prediction exists, else once one is submitted: for later cells
+        whose output also holds the measured value."""
+        if self.value is not None:
+            show()
+        else:
+            self._later.append(show)
+            say("*(shown once you submit your prediction above)*")
 
     def comparison(self):
+        off = (f"{(self.value - self.measured) / self.measured:+.0%}" if self.measured
+               else f"off by {self.value - self.measured:+.3g} {self.unit}")
         return (f"**{self.question}** You predicted {self.value:.3g} {self.unit}; measured here: "
-                f"{self.measured:.3g} {self.unit} ({self.error():+.0%}).")
+                f"{self.measured:.3g} {self.unit} ({off}).")
 
     def _show(self, inside=None):
         def render():
             say(self.comparison())
             if self._then is not None:
                 self._then()
+        self._run(render, inside)
+
+    @staticmethod
+    def _run(show, inside=None):
         if inside is None:
-            render()
+            show()
         else:
             with inside:
-                render()
+                show()
 
     def _ipython_display_(self):
         import ipywidgets as w
-        from IPython.display import display
 
-        box = w.FloatText(value=self.value or 0.0, description=self.unit or "value", layout=w.Layout(width="220px"))
-        button, self._area = w.Button(description="Submit", button_style="primary"), w.Output()
+        box = w.Text(value="" if self.value is None else f"{self.value:g}", placeholder="a number",
+                     description=self.unit or "value", layout=w.Layout(width="220px"))
+        button, self._area, note = w.Button(description="Submit", button_style="primary"), w.Output(), w.Label()
 
         def on_click(_):
-            self.submit(box.value)
+            try:
+                self.submit(box.value)
+                button.disabled, box.disabled, note.value = True, True, ""
+            except ValueError as exc:
+                note.value = str(exc)
 
         button.on_click(on_click)
-        display(w.VBox([w.HTML(f"<b>Predict:</b> {self.question}"), w.HBox([box, button]), self._area]))
+        show_widget(w.VBox([w.HTML(f"<b>Predict:</b> {self.question}"), w.HBox([box, button, note]), self._area]),
+                    repr(self))
 
 
 def ask(key, question, unit="", given=None):

@@ -72,7 +72,7 @@ def test_panel_draws_finished_runs_and_the_one_in_flight():
     loss_ax, acc_ax, grad_ax = fig.axes[:3]
     assert [line.get_linestyle() for line in loss_ax.lines] == ["-", "-", "--"]
     assert len(acc_ax.lines) == 4 and len(grad_ax.lines) == 3  # accuracy also has the chance line
-    assert "training" in loss_ax.get_legend().get_texts()[-1].get_text()
+    assert "training" in grad_ax.get_legend().get_texts()[-1].get_text()  # the legend sits beside the last plot
     with pytest.raises(ValueError, match="unknown change"):
         panel.run(["turn it off and on again"])
 

@@ -72,7 +72,7 @@ def test_hints_climb_a_ladder_and_the_solution_is_the_labs_diff(warmup, capsys):
     warmup.hint()
     warmup.hint()
     out = capsys.readouterr().out
-    assert "hint 1/3" in out and "hint 2/3" in out
+    assert "hint 1/4" in out and "hint 2/4" in out
     warmup.solution()
     assert "+        optimizer.step()" in capsys.readouterr().out
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from trainlab import doctor, labs
 from trainlab.debugging import investigate
-from trainlab.display import say
+from trainlab.display import say, show_widget
 from trainlab.doctor import causes as catalogue
 
 STATED = {}  # lab -> [Diagnosis, ...] in the order stated; the first is graded
@@ -78,10 +78,12 @@ def _cause_ids(causes, text):
     if text:
         found = catalogue.match(text)
         if len(found) > 1:
-            raise ValueError(f"{text!r} matches several causes ({', '.join(found)}); name one of them in causes=")
-        ids += found
+            say(f"Your words name: {', '.join(found)}.")
+        ids += found  # several, for a diagnosis of two causes
     for cause in ids:
         catalogue.get(cause)  # an unknown id is an error naming the known ones
+    if not ids:
+        raise ValueError("choose at least one cause (nothing was recorded: your graded diagnosis is still to come)")
     return tuple(dict.fromkeys(ids))
 
 
@@ -120,11 +122,15 @@ def grade(lab):
                         "not what breaks this script")
     if true - named:
         problems.append(f"{len(true - named)} cause(s) not named")
+    cited = {e.experiment for e in first.evidence}
     for cause in sorted(named & true):
-        cited = {e.experiment for e in first.evidence}
         if not cited & set(catalogue.get(cause).evidence):
             problems.append(f"the evidence you cite ({', '.join(sorted(cited))}) does not tell {cause} apart "
                             "from the other causes: which experiment would?")
+    supporting = set().union(*(catalogue.get(c).evidence for c in named))
+    if cited - supporting:  # citing every experiment is not an argument
+        problems.append(f"{', '.join(sorted(cited - supporting))} cannot show any cause you named: cite the "
+                        "experiment that shows each cause, and only those")
     if problems:
         return Grade(False, "; ".join(problems), first.help_before, len(stated) - 1)
     support = ", ".join(f"{e.experiment}" for e in first.evidence)
@@ -146,7 +152,6 @@ class DiagnosisForm:
 
     def _ipython_display_(self):
         import ipywidgets as w
-        from IPython.display import display
 
         options = [(f"{cat}: {c.question} [{c.id}]", c.id) for cat, group in catalogue.menu() for c in group]
         causes = w.SelectMultiple(options=options, rows=min(len(options), 12), description="causes",
@@ -170,5 +175,5 @@ class DiagnosisForm:
         refresh.on_click(reload)
         submit.on_click(send)
         reload()
-        display(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
-                        causes, text, evidence, w.HBox([refresh, submit]), out]))
+        show_widget(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
+                            causes, text, evidence, w.HBox([refresh, submit]), out]), repr(self))

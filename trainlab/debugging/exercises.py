@@ -95,9 +95,8 @@ EXERCISES = [
         hints=(
             "Run `loss-inputs` and `overfit-one-batch`: what does the loss function receive, and "
             "can the model fit one batch?",
-            "Rows that are non-negative and sum to 1 are probabilities: a loss problem. "
-            "CrossEntropyLoss applies log-softmax itself, so a softmax before it flattens the "
-            "gradients.",
+            "Non-negative rows that sum to 1 are not logits: the problem is in what the loss is "
+            "computed from (loss).",
             "Look at the model's last layer and at the loss function.",
             "Remove the final nn.Softmax and feed the raw logits to CrossEntropyLoss (or "
             "LogSoftmax with NLLLoss).",
@@ -166,7 +165,7 @@ EXERCISES = [
             "Run `lr-per-step`: what is the learning rate after the first few dozen steps?",
             "A learning rate that collapses within the first epoch: the schedule runs far faster "
             "than intended, an optimizer problem.",
-            "Look at where scheduler.step() is called; StepLR's step_size counts calls to it.",
+            "Look at where the scheduler is stepped.",
             "Call scheduler.step() once per epoch, after the inner loop (or give step_size in "
             "batches).",
         ),
@@ -219,9 +218,8 @@ EXERCISES = [
         hints=(
             "Run `first-nonfinite` and `lr-range-test`: when does the loss blow up, and which "
             "learning rates make it fall?",
-            "The loss grows before any value turns non-finite, and the script's learning rate is "
-            "far above the range where the loss falls: an optimizer problem (clipping would only "
-            "hide it).",
+            "The loss grows before any value turns non-finite: the updates are too large for this "
+            "model, an optimizer problem (clipping would only hide it).",
             "Look at how the optimizer is constructed.",
             "Use a learning rate inside the range the test shows: about 0.03 for SGD with "
             "momentum here.",
@@ -276,8 +274,8 @@ EXERCISES = [
         hints=(
             "Run `dtypes` and `first-nonfinite`: in which dtype do the weights and the optimizer "
             "state live?",
-            "Adam updating float16 weights: small updates round away, its eps of 1e-8 is 0 in "
-            "fp16, and gradients underflow - a precision problem.",
+            "The dtypes say where to look: a precision problem, not the learning rate or the "
+            "loss.",
             "Look at where the model and the inputs are converted to half precision, and at "
             "backward/step.",
             "Keep fp32 weights; run the forward under torch.autocast(dtype=torch.float16) with a "

@@ -170,7 +170,7 @@ def instrumented_run(lab):
     """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
     name = labs.resolve(lab)
     if name not in _RUNS:
-        _RUNS[name] = doctor.examine(labs.path(name), steps=STEPS, every_experiment=True)
+        _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
     return _RUNS[name]
 
 

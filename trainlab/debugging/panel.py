@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 
 from trainlab import labs
 from trainlab.checks.corpus import clip_gradients, lower_lr
-from trainlab.display import show
+from trainlab.display import show, show_widget
 from trainlab.doctor.causes import CAUSES
 from trainlab.measure import run_variants
 
@@ -61,6 +61,10 @@ class HypothesisPanel:
         unknown = set(changes) - set(self.candidates)
         if unknown:
             raise ValueError(f"unknown change(s) {sorted(unknown)}; choose from {self.candidates}")
+        if any(c in self._fix_of for c in changes):  # applying the lab's own fix is help, like a hint
+            from trainlab.checks import diagnosis
+
+            diagnosis.used_help(self.lab, "panel")
         label = " + ".join(changes) or "as shipped"
         variant = {"name": label, "source": self.source(changes), "max_steps": self.max_steps, "curves": True}
         live = self._widget is not None if live is None else live
@@ -100,7 +104,6 @@ class HypothesisPanel:
 
     def _ipython_display_(self):
         import ipywidgets as w
-        from IPython.display import display
 
         toggles = [w.ToggleButton(description=c, tooltip=c, layout=w.Layout(width="auto")) for c in self.candidates]
         button, status, plot = w.Button(description="Train", button_style="primary"), w.Label(), w.Output()
@@ -114,6 +117,7 @@ class HypothesisPanel:
             status.value = f"done: accuracy {acc:.1%}" if acc is not None else f"done: {report.get('error', '')}"
 
         button.on_click(on_click)
-        display(w.VBox([w.HBox(toggles, layout=w.Layout(flex_flow="row wrap")), w.HBox([button, status]), plot]))
+        show_widget(w.VBox([w.HBox(toggles, layout=w.Layout(flex_flow="row wrap")), w.HBox([button, status]), plot]),
+                    f"Hypothesis panel for {self.lab}: toggle hypotheses and press Train in JupyterLab")
         if self.runs:
             self.draw()

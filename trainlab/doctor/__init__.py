@@ -23,11 +23,11 @@ def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0,
     """Diagnose a script file (or source text) in a child process; return its Report."""
     if script is not None:
         USED.append(Path(script).resolve())
-    return examine(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
+    return examine_script(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
                    stream=stream)
 
 
-def examine(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
+def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
             every_experiment=False):
     """Run a script (or source text) under the probe in a child process and return the Report,
     without counting as a consultation of the doctor (the investigation tools use this)."""

@@ -7,6 +7,7 @@ keeps the rules, the labs and this table in step). Questions say what a hypothes
 how to fix it, so panels and menus can show them before the learner asks for a hint.
 """
 
+import re
 from dataclasses import dataclass
 
 
@@ -16,41 +17,57 @@ class CauseInfo:
     category: str  # data, model, loss, optimizer, device, precision
     question: str  # the hypothesis, as a question an experiment answers
     evidence: tuple  # ids of the experiments (trainlab.debugging.investigate) that discriminate it
-    words: tuple = ()  # extra words a learner may use for it in free text
+    words: tuple = ()  # words and phrases that name it in free text (specific ones only)
 
 
 CAUSES = {c.id: c for c in (
     CauseInfo("inputs-not-normalised", "data", "is the model's input near zero mean and unit variance?",
-              ("input-stats",), ("scale", "normalise", "normalize", "255", "standardise", "pixel")),
+              ("input-stats",),
+              ("not normalised", "not normalized", "unnormalised", "unnormalized", "normalisation", "normalization", "0-255", "255", "input scale", "raw pixels")),
     CauseInfo("labels-misaligned", "data", "do the labels carry information about the images?",
-              ("label-test",), ("labels", "shuffle", "permutation", "order", "targets", "mismatch")),
+              ("label-test",),
+              ("labels", "misaligned", "mislabelled", "mislabeled", "wrong labels", "label mismatch")),
     CauseInfo("zero-initialisation", "model", "do the weights start different from each other?",
-              ("init-stats", "layer-gradients"), ("init", "initialization", "zeros", "symmetric", "constant")),
-    CauseInfo("dead-units", "model", "do the ReLU units fire?", ("layer-gradients",), ("relu", "dead")),
+              ("init-stats", "layer-gradients"),
+              ("zero init", "zero-init", "initialised to zero", "initialized to zero", "all zeros", "zeros_", "symmetric", "symmetry", "initialisation", "initialization", "init")),
+    CauseInfo("dead-units", "model", "do the ReLU units fire?", ("layer-gradients",),
+              ("dead relu", "dead relus", "dead units", "dying relu")),
     CauseInfo("cannot-overfit-one-batch", "model", "can the model memorise one batch from its initial weights?",
-              ("overfit-one-batch",), ("capacity", "overfit")),
+              ("overfit-one-batch",),
+              ("overfit", "cannot memorise", "cannot memorize", "capacity")),
     CauseInfo("softmax-before-cross-entropy", "loss", "does the loss function receive logits?",
-              ("loss-inputs",), ("softmax", "probabilities", "logits", "double")),
+              ("loss-inputs",),
+              ("softmax", "probabilities", "double softmax", "logits")),
     CauseInfo("unstable-loss", "loss", "is the loss finite while the model's outputs are finite?",
-              ("first-nonfinite",), ("log", "kl", "divergence", "numerically", "0*log")),
+              ("first-nonfinite",),
+              ("log(0)", "log 0", "0 * log", "0*log", "kl", "kl divergence", "numerically unstable", "log of zero", "unstable loss")),
     CauseInfo("params-not-in-optimizer", "optimizer", "is every parameter the forward pass uses in the optimizer?",
-              ("optimizer-coverage",), ("parameters", "stale", "old model", "rebuilt", "recreated")),
+              ("optimizer-coverage",),
+              ("not in the optimizer", "old parameters", "stale parameters", "second model", "model recreated", "recreated the model", "rebuilt the model", "optimizer built before")),
     CauseInfo("missing-zero-grad", "optimizer", "does each backward start from zero gradients?",
-              ("gradient-freshness",), ("zero_grad", "accumulate", "accumulating", "accumulation")),
+              ("gradient-freshness",),
+              ("zero_grad", "zero grad", "gradients accumulate", "accumulating gradients", "gradient accumulation", "grads accumulate", "not cleared")),
     CauseInfo("missing-optimizer-step", "optimizer", "do the weights change after each step?",
-              ("optimizer-coverage",), ("step()", "never steps", "not updated")),
+              ("optimizer-coverage",),
+              ("optimizer.step", "step()", "never steps", "no optimizer step", "weights never change", "never updated")),
     CauseInfo("lr-schedule-too-fast", "optimizer", "what is the learning rate at each step?",
-              ("lr-per-step",), ("scheduler", "schedule", "decay", "per batch", "epoch")),
+              ("lr-per-step",),
+              ("scheduler", "schedule", "step_size", "steplr", "lr decay", "decays too fast")),
     CauseInfo("lr-too-high", "optimizer", "is the learning rate inside the range where the loss falls?",
-              ("lr-range-test",), ("learning rate", "lr", "too high", "diverge", "explode")),
+              ("lr-range-test",),
+              ("learning rate too high", "lr too high", "learning rate is too high", "too large a learning rate", "high learning rate", "diverges", "divergence", "exploding gradients", "exploding")),
     CauseInfo("fp16-master-weights", "precision", "in which dtype do the optimizer's weights and state live?",
-              ("dtypes",), ("fp16", "half", "float16", "master", "precision", "underflow")),
+              ("dtypes",),
+              ("fp16", "float16", "half precision", ".half()", "master weights", "underflow", "loss scaling", "gradscaler", "autocast")),
     CauseInfo("data-loader-starves", "device", "how much of a step is spent waiting for data?",
-              ("time-split",), ("dataloader", "loader", "workers", "transforms", "pil", "input pipeline")),
+              ("time-split",),
+              ("dataloader", "data loader", "num_workers", "workers", "input pipeline", "per-sample", "transforms", "pil", "waiting for data")),
     CauseInfo("host-syncs-in-loop", "device", "how many host reads (device syncs) run per step?",
-              ("host-reads",), ("item", "sync", "synchronisation", "synchronization", "python loop", ".item()")),
+              ("host-reads",),
+              (".item()", "item()", "host sync", "host syncs", "device sync", "synchronisation", "synchronization", "host reads", "python loop")),
     CauseInfo("graph-kept-alive", "device", "does memory held for backward grow from step to step?",
-              ("memory-per-step",), ("graph", "retain_graph", "leak", "history", "memory")),
+              ("memory-per-step",),
+              ("retain_graph", "graph kept alive", "keeps the graph", "loss tensor", "memory leak", "leak")),
 )}
 
 CATEGORIES = ("data", "model", "loss", "optimizer", "precision", "device")
@@ -69,19 +86,13 @@ def menu():
 
 
 def match(text):
-    """The cause ids a free-text diagnosis names, best first: exact ids, then words of an id
-    or its synonyms found in the text (a clear error when nothing matches)."""
+    """The cause ids a free-text diagnosis names: ids written out, and each cause's own words
+    found as whole words (generic ones - loss, weights, gradients - name nothing). Several
+    causes may match (a two-bug diagnosis); none is a clear error."""
     lowered = text.lower()
-    scores = {}
-    for cause in CAUSES.values():
-        if cause.id in lowered:
-            scores[cause.id] = 100
-            continue
-        words = [*cause.id.split("-"), *cause.words]
-        hits = sum(1 for word in words if len(word) > 2 and word in lowered)
-        if hits:
-            scores[cause.id] = hits
-    if not scores:
-        raise ValueError(f"no cause matches {text!r}; name one of: {', '.join(CAUSES)}")
-    best = max(scores.values())
-    return [c for c, s in sorted(scores.items(), key=lambda kv: -kv[1]) if s == best]
+    found = [c.id for c in CAUSES.values()
+             if re.search(rf"(?<![\w-]){re.escape(c.id)}(?![\w-])", lowered)
+             or any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lowered) for word in c.words)]
+    if not found:
+        raise ValueError(f"no cause matches {text!r}: pick from the menu, or name one of: {', '.join(CAUSES)}")
+    return found

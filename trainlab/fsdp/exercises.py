@@ -49,9 +49,8 @@ DEPTH = 6  # transformer blocks of the lab's model in the check's run: FSDP unit
 HINTS = (
     "Run it on 2 ranks as shipped and read each rank's error; then compare the parity table, the "
     "all-gathers per step and the checkpoint's contents with DDP's.",
-    "Five distributed problems: a collective only one rank reaches (hang), an optimizer holding "
-    "the wrong parameters, every rank on the same data, one unit gathering the whole model at "
-    "once, and a checkpoint with only rank 0's shards.",
+    "All five are distributed problems: one hangs the run, two make the numbers differ from one "
+    "process, one costs memory, one loses part of the checkpoint.",
     "Look at the loss logging, the order of sharding and optimizer, the DeviceLoader's arguments, "
     "what fully_shard is called on, and the save call.",
     "Every rank calls every collective; build the optimizer after fully_shard; pass rank= and "

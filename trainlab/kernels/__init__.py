@@ -16,10 +16,13 @@ TRITON_INTERPRET=1 so the Triton kernels run (slowly, exactly) on CPU.
 from trainlab.kernels import triton_env  # noqa: F401  (sets TRITON_INTERPRET before any kernel is defined)
 
 import logging
+import os
 
 import torch
 
 if not torch.cuda.is_available():
-    # torch.utils.cpp_extension warns on import that there is no CUDA runtime when CUDA_HOME
-    # exists; the C++ kernels here are CPU ones, so on a CPU machine that line is only noise.
+    # On a CPU-only machine two libraries write to stderr (red in JupyterLab) about the GPU that
+    # is not there: torch.utils.cpp_extension ("No CUDA runtime is found") on import, and the
+    # profiler's Kineto ("gpuGetDeviceCount failed", profiler_start/stop) on every profile.
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # read when the profiler starts: above every level

@@ -68,8 +68,8 @@ EXERCISES = [
         hints=(
             "Run the harness's table: which shapes fail? Compare their row length with the block "
             "size.",
-            "Only rows shorter than the power-of-two block fail: the masked lanes take part in "
-            "the maximum and the sum.",
+            "Only rows shorter than the power-of-two block fail: a kernel problem with the lanes "
+            "past the end of the row.",
             "Look at the tl.load of the row: what value do the masked lanes get?",
             "Load masked lanes as -inf: they cannot raise the maximum, and exp(-inf) adds 0 to "
             "the sum.",
@@ -89,7 +89,8 @@ EXERCISES = [
         hints=(
             "Run the harness's table: only the layout cases fail (a slice of a wider tensor, a "
             "transposed one).",
-            "The kernel assumes row r starts r * C elements in: true only for contiguous rows.",
+            "Only non-contiguous inputs fail: a kernel problem with where each row starts in "
+            "memory.",
             "Look at the pointer arithmetic of the load, and at what the wrapper passes the "
             "kernel.",
             "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is "

@@ -28,8 +28,8 @@ MAX_SHARE_OF_DENSE = 0.2  # bytes a rank may send in the large case, as a share 
 
 HINTS = (
     "Run the check's cases: which fail, and with what error? Compare the ranks' non-zero counts.",
-    "Two problems: all_gather needs the same size from every rank, and an index held by several "
-    "ranks must be summed - one in the exchange, one in the sum.",
+    "Two distributed problems: one in how the ranks exchange their pairs, one in how the gathered "
+    "pairs are added up.",
     "Look at the all_gather calls and at the line that writes the gathered values into out.",
     "Exchange the counts first, pad to the largest, gather, cut each rank's part back; then sum "
     "with out.index_add_(0, idx, val).",

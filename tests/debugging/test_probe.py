@@ -92,3 +92,25 @@ def test_the_run_stops_where_the_next_step_begins():
         except StopTraining:
             pass
     assert probe.steps == 3 and after_step == [0, 1, 2]
+
+
+def test_per_sample_fetches_are_counted_and_batch_indexing_is_not():
+    """data-loader-starves, counted: a DataLoader that calls dataset[i] per sample, in the
+    training process, on every step; a sampler of whole batches indexes once per batch."""
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+
+    data = TensorDataset(torch.randn(256, 64), torch.randn(256, 1))
+    per_sample = DataLoader(data, batch_size=32)
+    whole_batches = DataLoader(data, sampler=BatchSampler(SequentialSampler(data), 32, drop_last=True), batch_size=None)
+    counts = []
+    for loader in (per_sample, whole_batches):
+        net = model()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+        with Probe(max_steps=100, time_limit_s=60) as probe:
+            for x, y in loader:
+                loss = (net(x) - y).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        counts.append(probe.summary()["sample_fetches_per_step"])
+    assert counts == [32, 0]

@@ -133,7 +133,8 @@ def _dtypes(m):
 def _time_split(m):
     split = m.get("time_split") or {}
     parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in split.items())
-    return f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}"
+    return (f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}; "
+            f"{m.get('sample_fetches_per_step', 0)} samples fetched one by one per step in the training process")
 
 
 def _host_reads(m):

@@ -17,7 +17,8 @@ Nothing in the script changes. Installed for the duration of the `with` block:
 - wrappers on F.cross_entropy/nll_loss (targets, whether inputs look like probabilities), on
   gradient clipping (how much of the gradient's norm it keeps),
   on host reads (item, tolist, bool/int/float of a tensor: each a device sync on a GPU),
-  and on DataLoader iteration (time spent waiting for batches);
+  and on DataLoader iteration (time spent waiting for batches, and samples fetched one by one
+  in this process);
 - saved-tensor hooks: bytes held by live autograd graphs, read after every step
   (a graph kept alive across steps shows as growth).
 What it measures is grouped by purpose: `clock` (where each step's time goes), `curves`
@@ -36,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.data import dataloader
+from torch.utils.data._utils import fetch as data_fetch
 
 DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
 CAPTURE_STEPS = 16  # batches whose (input features, targets) are kept for the label test
@@ -110,20 +112,22 @@ class StepClock:
     sync_time: list = field(default_factory=list)  # ... inside host reads
     compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
     host_reads: list = field(default_factory=list)  # host reads per step
+    sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
     wait: float = 0.0  # the step in progress, so far
     sync: float = 0.0
     compute: float = 0.0
     reads: int = 0
+    fetches: int = 0
     computing: int = 0  # nesting depth of compute regions the script is inside now
     last_step: float = 0.0  # when the last step ended
 
     def close_step(self, now):
         for series, value in ((self.step_times, now - self.last_step), (self.data_wait, self.wait),
                               (self.sync_time, self.sync), (self.compute_time, self.compute),
-                              (self.host_reads, self.reads)):
+                              (self.host_reads, self.reads), (self.sample_fetches, self.fetches)):
             series.append(value)
         self.wait = self.sync = self.compute = 0.0
-        self.reads, self.last_step = 0, now
+        self.reads, self.fetches, self.last_step = 0, 0, now
 
     def split(self, steady=slice(None)):
         """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
@@ -212,6 +216,7 @@ class Probe:
         for name in HOST_READS:
             self._patch(torch.Tensor, name, self._wrap_host_read)
         self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch)
         self._patch(F, "cross_entropy", self._wrap_loss)
         self._patch(F, "nll_loss", self._wrap_loss)
         self._patch(torch.nn.utils, "clip_grad_norm_", self._wrap_clip)
@@ -306,6 +311,18 @@ class Probe:
                     probe.clock.wait += time.perf_counter() - start
 
         return next_batch
+
+    def _wrap_fetch(self, original):
+        """A map-style DataLoader's fetch in this process (workers are other processes): with
+        automatic batching it calls dataset[i] once per sample - Python work on every step."""
+        probe = self
+
+        def fetch(fetcher, possibly_batched_index):
+            if fetcher.auto_collation:
+                probe.clock.fetches += len(possibly_batched_index)
+            return original(fetcher, possibly_batched_index)
+
+        return fetch
 
     def _wrap_loss(self, original):
         probe = self
@@ -487,6 +504,7 @@ class Probe:
             "grad_norms": curves.grad_norms, "batch_accs": curves.batch_accs,
             "host_reads_per_step": sorted(reads)[len(reads) // 2] if reads else 0,  # median
             "host_reads_mean": _mean(reads), "host_reads_max": max(reads, default=0),
+            "sample_fetches_per_step": _median(clock.sample_fetches[steady]),
             "clip_ratios": curves.clip_ratios,
             "saved_bytes_after_step": saved,
             "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
@@ -500,6 +518,10 @@ class Probe:
             "optimizers": [_describe(o) for o in seen.optimizers],
             "init_weight_std": self.captured.init_weights,
         }
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2] if values else 0
 
 
 def _mean(values):

@@ -282,3 +282,16 @@ def test_interview_answers_clarify_cite_published_figures_and_label_what_was_mea
     answer = next(c.source for c in nb.cells if c.get("id") == "answer" or "Clarify first" in c.source)
     assert "Clarify first" in answer and "published.get(" in answer and "measured here" in answer.lower()
     assert "Trade-offs" in answer or "trade-offs" in answer.lower()
+
+
+@pytest.mark.parametrize("name", labs.names("debugging"))
+def test_the_first_rung_names_several_experiments_and_one_that_shows_each_cause(name):
+    """Rung 1 says what to run, not which cause: more than one experiment, among them one that
+    tells each of the lab's causes apart (so following it leads somewhere)."""
+    first = exercises.get(name).hints[0]
+    named = set(re.findall(r"`([\w-]+)`", first)) & set(investigate.EXPERIMENTS)
+    if "every experiment" in first:
+        named = set(investigate.EXPERIMENTS)
+    assert len(named) >= 2, first
+    for cause in labs.get(name).causes:
+        assert named & set(causes.get(cause).evidence), (cause, first)

@@ -41,8 +41,8 @@ EXERCISES = [
     LabExercise(
         "debugging/nc_5", mechanisms={"inputs-not-normalised": InputsNormalised()},
         hints=(
-            "Run the experiment `input-stats` (investigate.run): what does the model actually "
-            "receive?",
+            "Run `input-stats`, `init-stats` and `overfit-one-batch` (investigate.run): which "
+            "reading differs from a healthy script's?",
             "An input far from zero mean and unit std is a data problem: without normalisation "
             "layers the network saturates.",
             "Look at what happens to x inside the training loop, before model(x).",
@@ -64,8 +64,8 @@ EXERCISES = [
     LabExercise(
         "debugging/nc_1", mechanisms={"labels-misaligned": LabelsInformative()},
         hints=(
-            "Run `label-test` and plot a batch with its labels: do the labels say anything about "
-            "the images?",
+            "Run `label-test`, `input-stats` and `overfit-one-batch`, and plot a batch with its "
+            "labels: which reading is off?",
             "A probe at chance means images and labels no longer correspond: a data problem, not "
             "the model.",
             "Look at where the training set is reordered, before the loader is built.",
@@ -95,8 +95,8 @@ EXERCISES = [
         "debugging/nc_3", mechanisms={"softmax-before-cross-entropy": LogitsIntoLoss()},
         min_gap_closed=0.75,
         hints=(
-            "Run `loss-inputs` and `overfit-one-batch`: what does the loss function receive, and "
-            "can the model fit one batch?",
+            "Run `loss-inputs`, `init-stats` and `overfit-one-batch`: which reading differs from "
+            "a healthy script's?",
             "Non-negative rows that sum to 1 are not logits: the problem is in what the loss is "
             "computed from (loss).",
             "Look at the model's last layer and at the loss function.",
@@ -117,8 +117,8 @@ EXERCISES = [
     LabExercise(
         "debugging/nc_2", mechanisms={"zero-initialisation": NoConstantWeights()},
         hints=(
-            "Run `init-stats` and `layer-gradients`: how do the weights start, and does gradient "
-            "reach them?",
+            "Run `init-stats`, `layer-gradients` and `optimizer-coverage`: which reading differs "
+            "from a healthy script's?",
             "Weights with std 0 make every unit compute the same thing, and zero BatchNorm scales "
             "output zeros: a model (initialisation) problem.",
             "Look at the lines between building the model and building the optimizer.",
@@ -142,8 +142,8 @@ EXERCISES = [
     LabExercise(
         "debugging/nc_4", mechanisms={"params-not-in-optimizer": AllParamsOptimized()},
         hints=(
-            "Run `optimizer-coverage`: does the optimizer update the parameters the forward pass "
-            "uses?",
+            "Run `optimizer-coverage`, `gradient-freshness` and `lr-per-step`: which reading "
+            "differs from a healthy script's?",
             "Parameters that the forward pass uses but no optimizer holds never change: an "
             "optimizer problem.",
             "Look at the order in which the model and the optimizer are created.",
@@ -164,7 +164,8 @@ EXERCISES = [
         "debugging/nc_6", mechanisms={"lr-schedule-too-fast": ScheduleMatches()},
         max_train=4800,  # 75 steps an epoch: the check's 200 steps cross the schedule's first decay
         hints=(
-            "Run `lr-per-step`: what is the learning rate after the first few dozen steps?",
+            "Run `lr-per-step`, `lr-range-test` and `optimizer-coverage`: which reading differs "
+            "from a healthy script's?",
             "A learning rate that collapses within the first epoch: the schedule runs far faster "
             "than intended, an optimizer problem.",
             "Look at where the scheduler is stepped.",
@@ -245,8 +246,8 @@ EXERCISES = [
     LabExercise(
         "debugging/nan_2", mechanisms={"unstable-loss": Learns()},
         hints=(
-            "Run `first-nonfinite`: is the loss non-finite while the model's outputs are still "
-            "finite?",
+            "Run `first-nonfinite`, `loss-inputs` and `dtypes`: where does the first non-finite "
+            "value appear?",
             "Finite logits but a non-finite loss: the loss computation itself is unstable, a loss "
             "problem.",
             "Look at the hand-written loss: what is t * log(t / p) where t = 0?",
@@ -303,7 +304,7 @@ EXERCISES = [
     LabExercise(
         "debugging/slow_1", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
         hints=(
-            "Run `time-split`: where does a step's time go?",
+            "Run `time-split` and `host-reads`: where does a step's time go?",
             "Most of each step waits for the next batch: an input-pipeline (device) problem, not "
             "compute.",
             "Look at how batches are produced: per-sample transforms and the DataLoader's "
@@ -333,8 +334,7 @@ EXERCISES = [
         mechanisms={"host-syncs-in-loop": (HOST_READS, ReportKept(("seen", "hits", "top3_hits", "class_loss",
                                                                     "confidence", "confusion")))},
         hints=(
-            "Run `time-split` and `host-reads`: how many tensor values are read on the host per "
-            "step?",
+            "Run `time-split` and `host-reads`: where does a step's time go?",
             "Hundreds of host reads per step, each a device synchronisation on a GPU: a device "
             "problem.",
             "Look at the per-class statistics code inside the training loop.",
@@ -376,7 +376,7 @@ EXERCISES = [
         "debugging/slow_3", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
             HOST_READS, ReportKept(("seen", "hits")))}, max_steps=120,
         hints=(
-            "Run `time-split` and `host-reads`.",
+            "Run `time-split` and `host-reads`: where does a step's time go?",
             "Time waiting for data and many host reads per step are two separate device problems; "
             "each alone is slow.",
             "Look at the input pipeline (transforms, DataLoader) and at the per-class accuracy "
@@ -397,7 +397,7 @@ EXERCISES = [
     LabExercise(
         "debugging/mem_1", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
         hints=(
-            "Run `memory-per-step`: does the memory held for backward grow from step to step?",
+            "Run `memory-per-step` and `time-split`: what changes from one step to the next?",
             "Growth every step means something keeps each step's autograd graph reachable: a "
             "device (memory) problem.",
             "Look at what the loop keeps from each step, and at the backward call.",

@@ -16,9 +16,6 @@ import math
 
 from trainlab.display import say, show_widget
 
-PREDICTIONS = {}  # key -> Prediction, for this kernel
-
-
 class Prediction:
     def __init__(self, key, question, unit="", given=None):
         self.key, self.question, self.unit = key, question, unit
@@ -103,6 +100,5 @@ class Prediction:
 
 
 def ask(key, question, unit="", given=None):
-    """A Prediction (kept by key for this kernel); display it to show the input widget."""
-    PREDICTIONS[key] = Prediction(key, question, unit, given)
-    return PREDICTIONS[key]
+    """A Prediction; display it to show the input widget."""
+    return Prediction(key, question, unit, given)

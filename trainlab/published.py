@@ -27,9 +27,6 @@ class Figure:
     def __str__(self):
         return f"{self.value:g} {self.unit} (published: {self.source.split(', http')[0]})"
 
-    def __format__(self, spec):
-        return format(self.value, spec) if spec else str(self)
-
     @property
     def cite(self):
         """Markdown: the figure, labelled published, its source a link where it has one."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import labs
+from trainlab.checks import diagnosis
 from trainlab.display import Code, say, show
 
 
@@ -137,16 +138,12 @@ class Exercise:
         """Judge source and show the verdict; for debugging labs, with the diagnosis graded apart."""
         verdict = self.verdict(source)
         if self.asks_for_diagnosis:
-            from trainlab.checks import diagnosis
-
             verdict.diagnosis = diagnosis.grade(self.lab) or diagnosis.NOT_STATED
         show(verdict)
         return verdict
 
     def hint(self, level=None):
         """Show the next rung of the hint ladder (or rung `level`, from 1)."""
-        from trainlab.checks import diagnosis
-
         if not self.hints:
             return say(f"[{self.name}] no hints for this one")
         i = self._next_hint if level is None else max(0, min(level - 1, len(self.hints) - 1))
@@ -155,8 +152,6 @@ class Exercise:
         say(f"**[{self.name}] hint {i + 1}/{len(self.hints)}:** {self.hints[i]}")
 
     def solution(self):
-        from trainlab.checks import diagnosis
-
         diagnosis.used_help(self.lab, "solution")
         show(Code(self.solution_text()))
 

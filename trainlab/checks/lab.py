@@ -161,20 +161,13 @@ def data_wait_at_most(share):
                                             "(at most {limit:.0%})")
 
 
-@dataclass(frozen=True)
-class SampleFetchesAtMost:
+def sample_fetches_at_most(most):
     """data-loader-starves, counted rather than timed: samples a DataLoader fetches one at a time
     in the training process per step (per-sample Python work on the critical path). Unlike the
     share of time waiting, a busy machine cannot move it."""
-
-    most: int
-
-    def judge(self, mine, ref):
-        fetched = mine.get("sample_fetches_per_step", 0)
-        if fetched > self.most:
-            raise Incorrect(f"each step still assembles its batch one sample at a time in the training process "
-                            f"({fetched} per-sample fetches per step, at most {self.most}): the step is waiting for "
-                            "the next batch to be built in Python")
+    return AtMost("sample_fetches_per_step", most, "each step still assembles its batch one sample at a time in "
+                  "the training process ({value:.0f} per-sample fetches per step, at most {limit:.0f}): the step is "
+                  "waiting for the next batch to be built in Python")
 
 
 def graph_growth_at_most(bytes_per_step):

@@ -9,13 +9,13 @@ checklist: look at the evidence first, then the category, then the fix.
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
 from trainlab.checks.lab import (MB, AllParamsOptimized, Fp32MasterWeights, FreshGradients, HostReadsAtMost,
                                  InputsNormalised, LabelsInformative, LabExercise, Learns, LogitsIntoLoss,
-                                 NoConstantWeights, ReportKept, SampleFetchesAtMost, ScheduleMatches,
-                                 data_wait_at_most,
+                                 NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most,
+                                 sample_fetches_at_most,
                                  graph_growth_at_most)
 
 # What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.
 DATA_WAIT = (data_wait_at_most(0.3),  # share of the step spent waiting for the next batch, and
-             SampleFetchesAtMost(32))  # samples fetched one by one per step: the same, counted
+             sample_fetches_at_most(32))  # samples fetched one by one per step: the same, counted
 HOST_READS = HostReadsAtMost(mean=8, most=16)  # device syncs per step
 STEP = "        optimizer.step()\n"
 

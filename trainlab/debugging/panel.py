@@ -19,6 +19,7 @@ import textwrap
 import matplotlib.pyplot as plt
 
 from trainlab import labs
+from trainlab.checks import diagnosis
 from trainlab.checks.corpus import clip_gradients, lower_lr
 from trainlab.display import show, show_widget
 from trainlab.doctor.causes import CAUSES
@@ -62,8 +63,6 @@ class HypothesisPanel:
         if unknown:
             raise ValueError(f"unknown change(s) {sorted(unknown)}; choose from {self.candidates}")
         if any(c in self._fix_of for c in changes):  # applying the lab's own fix is help, like a hint
-            from trainlab.checks import diagnosis
-
             diagnosis.used_help(self.lab, "panel")
         label = " + ".join(changes) or "as shipped"
         variant = {"name": label, "source": self.source(changes), "max_steps": self.max_steps, "curves": True}

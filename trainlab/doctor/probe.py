@@ -502,7 +502,7 @@ class Probe:
             "data_wait_share": wait_s / step_s if step_s else 0.0,
             "time_split": clock.split(steady),
             "grad_norms": curves.grad_norms, "batch_accs": curves.batch_accs,
-            "host_reads_per_step": sorted(reads)[len(reads) // 2] if reads else 0,  # median
+            "host_reads_per_step": _median(reads),
             "host_reads_mean": _mean(reads), "host_reads_max": max(reads, default=0),
             "sample_fetches_per_step": _median(clock.sample_fetches[steady]),
             "clip_ratios": curves.clip_ratios,

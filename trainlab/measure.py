@@ -7,8 +7,8 @@ The parent side (`run_variants`) writes a spec, starts `python -m trainlab.measu
 REPORT` through the runner and reads the report back. The child runs each variant in turn in
 a fresh namespace with the same seed, under the doctor's Probe (global hooks installed before
 the script runs: steps, losses, gradients at every step, host reads, data waiting, live graph
-bytes, output dtypes), which stops it after max_steps optimizer steps or backward calls; then
-it evaluates the script's `model` on its `test_loader` itself, runs the label test on the
+bytes, output dtypes), which stops it after max_steps optimizer steps or backward calls, or
+after NONFINITE_STOP non-finite losses in a row; then it evaluates the script's `model` on its `test_loader` itself, runs the label test on the
 batches it saw, and keeps the script's small tensors (a per-class report, say).
 
 One child for many variants: one torch import and one data load. Each variant has a time
@@ -35,6 +35,7 @@ from trainlab.doctor import experiments
 from trainlab.doctor.probe import Probe, StopTraining
 
 SCALE, SLACK_S = 3.0, 10.0  # a variant's budget: at least SCALE x its reference's time + SLACK_S
+NONFINITE_STOP = 10  # non-finite losses in a row that end a variant's run (its verdict is already certain)
 SMALL_TENSOR = 4096  # the script's tensors up to this many elements are reported (per-class counts, ...)
 
 
@@ -151,7 +152,7 @@ def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=Fals
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     on_step = _progress_writer(name, progress_path) if progress_path else None
     with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=curves or bool(progress_path),
-               on_step=on_step, every_step=True) as probe:
+               on_step=on_step, every_step=True, stop_after_nonfinite=NONFINITE_STOP) as probe:
         try:
             exec(compile(source, f"<{name} cell>", "exec"), namespace)
         except StopTraining:

@@ -57,7 +57,7 @@ class Fp32MasterWeights:
     """fp16-master-weights: the optimizer updates fp32 weights and keeps fp32 state, while the
     layers compute in half precision."""
 
-    min_low_share: float = 0.5  # of layer outputs in fp16/bf16
+    min_low_share: float | None = 0.5  # of layer outputs in fp16/bf16; None: as much as the reference's
 
     def judge(self, mine, ref):
         params = sorted({d for o in mine["optimizers"] for d in o["param_dtypes"]})
@@ -65,10 +65,104 @@ class Fp32MasterWeights:
         if any(d in LOW_PRECISION for d in params + state):
             raise Incorrect(f"the optimizer updates {', '.join(params)} parameters and keeps "
                             f"{', '.join(state) or 'no'} state")
-        dtypes = mine.get("output_dtypes", {})
-        share = sum(n for d, n in dtypes.items() if d in LOW_PRECISION) / max(sum(dtypes.values()), 1)
-        if share < self.min_low_share:
+        share = _low_share(mine)
+        wanted = self.min_low_share if self.min_low_share is not None else min(0.5, _low_share(ref))
+        if share < wanted:
             raise Incorrect(f"{share:.0%} of layer outputs are float16 or bfloat16: the layers compute in float32")
+
+
+def _low_share(report):
+    dtypes = report.get("output_dtypes", {})
+    return sum(n for d, n in dtypes.items() if d in LOW_PRECISION) / max(sum(dtypes.values()), 1)
+
+
+@dataclass(frozen=True)
+class NoFloat64:
+    """float64-compute: no layer computes in float64 (a fraction of float32's speed)."""
+
+    def judge(self, mine, ref):
+        dtypes = mine.get("output_dtypes", {})
+        if dtypes.get("torch.float64"):
+            raise Incorrect(f"{dtypes['torch.float64']} of {sum(dtypes.values())} layer outputs in the first steps "
+                            "are float64")
+
+
+@dataclass(frozen=True)
+class UnitsFire:
+    """dead-units: no ReLU layer outputs zero for (almost) every input."""
+
+    most_dead: float = 0.95
+
+    def judge(self, mine, ref):
+        dead = max(mine.get("dead_relu") or [0.0])
+        if dead > self.most_dead:
+            raise Incorrect(f"a ReLU layer outputs zero for {dead:.1%} of its inputs in the first steps")
+
+
+@dataclass(frozen=True)
+class GradientsAtStep:
+    """zero-grad-before-step: when optimizer.step() runs, the gradients are not all zero."""
+
+    def judge(self, mine, ref):
+        norms = mine.get("grad_norms") or []
+        zero = sum(1 for n in norms if n == 0.0)
+        if norms and zero > len(norms) // 2:
+            raise Incorrect(f"at {zero} of {len(norms)} optimizer steps every gradient was zero when step() ran")
+
+
+@dataclass(frozen=True)
+class StepEveryBackward:
+    """missing-optimizer-step: the optimizer steps once per backward pass."""
+
+    def judge(self, mine, ref):
+        if mine["steps"] < mine["backwards"]:
+            raise Incorrect(f"{mine['steps']} optimizer steps for {mine['backwards']} backward passes")
+
+
+@dataclass(frozen=True)
+class ClassesPerBatch:
+    """batches-of-one-class: each training batch mixes classes."""
+
+    def judge(self, mine, ref):
+        fewest = mine.get("classes_per_batch")
+        if fewest is not None and fewest < 2:
+            raise Incorrect(f"a training batch among the first {mine.get('batches_seen', '?')} holds a single class")
+
+
+@dataclass(frozen=True)
+class BatchesDiffer:
+    """same-batch-every-step: the training batches are different batches."""
+
+    def judge(self, mine, ref):
+        distinct, seen = mine.get("distinct_batches"), mine.get("batches_seen")
+        if distinct is not None and seen and distinct < seen // 2:
+            raise Incorrect(f"the first {seen} training steps saw {distinct} distinct input batch(es)")
+
+
+@dataclass(frozen=True)
+class WeightDecayAtMost:
+    """weight-decay-too-high: the weight decay stays in the range that regularises."""
+
+    most: float = 0.1
+
+    def judge(self, mine, ref):
+        for o in mine["optimizers"]:
+            if o.get("weight_decay", 0.0) > self.most:
+                raise Incorrect(f"{o['type']} has weight_decay={o['weight_decay']:g}: at lr {o.get('lr', 0):g} each "
+                                f"step shrinks every weight by {o.get('lr', 0) * o['weight_decay']:.1%}")
+
+
+@dataclass(frozen=True)
+class BatchAtLeast:
+    """batch-too-small: a training step processes at least half the reference's samples (at least
+    `least` when the reference's size is unknown)."""
+
+    least: int = 32
+
+    def judge(self, mine, ref):
+        wanted = (ref.get("batch_size") or 2 * self.least) // 2
+        if (mine.get("batch_size") or wanted) < wanted:
+            raise Incorrect(f"each training step processes {mine['batch_size']} samples (at least {wanted})")
 
 
 @dataclass(frozen=True)
@@ -212,6 +306,33 @@ class ReportKept:
 
 def _flat(values):
     return [x for v in values for x in _flat(v)] if isinstance(values, list) else [values]
+
+
+# What "fixed" means for each single-process cause, by the doctor's cause id: what drills
+# (`trainlab.drill`) judge, each generated script by the causes planted in it.
+BY_CAUSE = {
+    "labels-misaligned": (LabelsInformative(),),
+    "batches-of-one-class": (ClassesPerBatch(),),
+    "same-batch-every-step": (BatchesDiffer(),),
+    "inputs-not-normalised": (InputsNormalised(),),
+    "zero-initialisation": (NoConstantWeights(),),
+    "dead-units": (UnitsFire(),),
+    "softmax-before-cross-entropy": (LogitsIntoLoss(),),
+    "unstable-loss": (Learns(),),
+    "missing-zero-grad": (FreshGradients(),),
+    "missing-optimizer-step": (StepEveryBackward(),),
+    "zero-grad-before-step": (GradientsAtStep(),),
+    "lr-schedule-too-fast": (ScheduleMatches(),),
+    "params-not-in-optimizer": (AllParamsOptimized(),),
+    "lr-too-high": (Learns(),),
+    "weight-decay-too-high": (WeightDecayAtMost(),),
+    "data-loader-starves": (sample_fetches_at_most(32),),
+    "host-syncs-in-loop": (HostReadsAtMost(mean=8, most=16),),
+    "batch-too-small": (BatchAtLeast(),),
+    "graph-kept-alive": (graph_growth_at_most(1 * MB),),
+    "fp16-master-weights": (Fp32MasterWeights(min_low_share=None),),
+    "float64-compute": (NoFloat64(),),
+}
 
 
 # ---------------------------------------------------------------- guards: every lab

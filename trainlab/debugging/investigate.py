@@ -126,8 +126,22 @@ def _best_lr(r):
 
 def _dtypes(m):
     opts = m.get("optimizers") or []
+    outputs = ", ".join(f"{n} {d.removeprefix('torch.')}" for d, n in (m.get("output_dtypes") or {}).items())
     return opts and "; ".join(f"{o['type']} updates {', '.join(o['param_dtypes'])} weights, state in "
-                              f"{', '.join(o['state_dtypes']) or 'no tensors yet'}" for o in opts)
+                              f"{', '.join(o['state_dtypes']) or 'no tensors yet'}" for o in opts) + \
+        f"; layer outputs in the first steps: {outputs or 'none seen'}"
+
+
+def _batch_contents(m):
+    return (f"{m.get('batch_size')} samples per step; the fewest classes in one of the first "
+            f"{m.get('batches_seen')} batches: {m.get('classes_per_batch')}; distinct batches among them: "
+            f"{m.get('distinct_batches')}")
+
+
+def _optimizer_settings(m):
+    opts = m.get("optimizers") or []
+    keys = ("lr", "momentum", "weight_decay", "eps")
+    return opts and "; ".join(f"{o['type']}: " + ", ".join(f"{k} {o[k]:.3g}" for k in keys if k in o) for o in opts)
 
 
 def _time_split(m):
@@ -154,12 +168,15 @@ EXPERIMENTS = {e.id: e for e in (
     Experiment("init-stats", "how the weights and the loss start out", _init_stats),
     Experiment("layer-gradients", "how much gradient reaches the parameters, and how many ReLUs fire", _layer_gradients),
     Experiment("overfit-one-batch", "whether the model can memorise one batch", _overfit),
+    Experiment("batch-contents", "what each training batch holds (its size, its classes, whether it repeats)",
+               _batch_contents),
     Experiment("loss-inputs", "what the loss function receives", _loss_inputs),
     Experiment("first-nonfinite", "where the first inf/NaN appears", _first_nonfinite),
     Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
     Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),
     Experiment("lr-per-step", "the learning rate at each step", _lr_per_step),
     Experiment("lr-range-test", "which learning rates make the loss fall", _lr_range),
+    Experiment("optimizer-settings", "the optimizer's hyperparameters", _optimizer_settings),
     Experiment("dtypes", "the dtypes the optimizer updates and keeps its state in", _dtypes),
     Experiment("time-split", "where a step's time goes", _time_split),
     Experiment("host-reads", "how many tensor values are read on the host per step", _host_reads),
@@ -205,9 +222,10 @@ def symptom(lab):
         start = f"{losses[0]:.3g}" if losses else "?"
         return (f"the loss starts at {start} and is NaN/inf from step {first} on" if first else
                 f"no NaN in the first {len(losses)} steps of this run (loss {start} -> {losses[-1]:.3g})")
-    if kind == "slow":
-        return (f"{1e3 * m['step_s']:.0f} ms per training step on batches of {_batch(m)}, for a model "
-                "whose forward, backward and step are a small part of that")
+    if kind == "slow":  # throughput, as an owner sees it (a batch size here could name the cause)
+        images = m["step_s"] and (m.get("batch_size") or 0) / m["step_s"]
+        return (f"training processes {images:,.0f} images per second, several times fewer than this model "
+                "and data should allow")
     if kind == "memory":
         saved = m.get("saved_bytes_after_step") or [0.0]
         return (f"memory grows every step: {saved[0] / 1e6:.1f} MB held after step 1, {saved[-1] / 1e6:.1f} MB "
@@ -216,11 +234,6 @@ def symptom(lab):
     first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
     return (f"over {len(losses)} steps the training loss goes from {first:.3f} to {last:.3f} "
             f"(ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f}, a uniform guess)")
-
-
-def _batch(m):
-    shapes = [o["shape"] for o in m.get("root_outputs") or [] if o.get("shape")]
-    return shapes[0][0] if shapes else "?"
 
 
 def checklist(lab):

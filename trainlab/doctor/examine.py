@@ -65,7 +65,7 @@ def quick_experiments(probe, measurements, everything=False):
     try:
         if everything or "no-convergence" in rules.symptoms(measurements, found):
             found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
-        if everything or not measurements["finite"]:
+        if everything or not measurements["finite"] or "no-convergence" in rules.symptoms(measurements, found):
             lrs, losses = experiments.lr_range_test(model, state, batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
             found["suggested_lr"] = experiments.suggest_lr(lrs, losses)

@@ -181,12 +181,15 @@ class Seen:
 
 class Probe:
     def __init__(self, max_steps=200, time_limit_s=60.0, watch_finite=True, curves=False, on_step=None,
-                 every_step=False):
+                 every_step=False, stop_after_nonfinite=None):
         self.max_steps, self.time_limit_s, self.watch_finite = max_steps, time_limit_s, watch_finite
         self.live_curves, self.on_step = curves, on_step  # a gradient norm and batch accuracy every step
         # every_step: gradients inspected on every step, not only the first DETAIL_STEPS (the exercise
         # checks judge whole runs; the doctor keeps its overhead low)
         self.every_step = every_step
+        # stop_after_nonfinite=N: end the run after N non-finite losses in a row (a run that has
+        # diverged shows nothing more, and half-precision steps on a CPU are slow)
+        self.stop_after_nonfinite, self._nonfinite_in_a_row = stop_after_nonfinite, 0
         self._fresh_step = False  # no backward yet since the last optimizer step
         self._done = False  # enough steps: stop where the next one begins
         self.steps = self.backwards = 0
@@ -270,6 +273,10 @@ class Probe:
             if tensor.numel() == 1:
                 with probe.internal():
                     probe.curves.losses.append(float(tensor.detach().float()))
+                finite = math.isfinite(probe.curves.losses[-1])
+                probe._nonfinite_in_a_row = 0 if finite else probe._nonfinite_in_a_row + 1
+                if probe.stop_after_nonfinite and probe._nonfinite_in_a_row >= probe.stop_after_nonfinite:
+                    probe._done = True
             inspect = probe.inspecting()
             if probe._fresh_step and inspect:
                 with probe.internal():
@@ -517,7 +524,18 @@ class Probe:
             "grad_stats": seen.grad_stats, "stale_grads": seen.stale_grads,
             "optimizers": [_describe(o) for o in seen.optimizers],
             "init_weight_std": self.captured.init_weights,
+            **self._batch_contents(),
         }
+
+    def _batch_contents(self):
+        """What the first CAPTURE_STEPS training batches held: their size, the fewest classes in
+        one batch, and how many of them were distinct batches."""
+        captured, outputs = self.captured, self.seen.root_outputs
+        targets = [t for t in captured.targets if t.ndim == 1 and len(t) > 1]
+        return {"batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
+                "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
+                "batches_seen": len(captured.features),
+                "distinct_batches": len({f.flatten()[:256].numpy().tobytes() for f in captured.features})}
 
 
 def _median(values):

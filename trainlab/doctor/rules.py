@@ -37,7 +37,8 @@ def _not_learning(m):
         return False
     k = max(len(losses) // 5, 10)
     first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
-    return last > first - 0.05 and last > 0.95 * math.log(m.get("classes") or 10)  # flat near chance
+    spiked = max(losses[:k]) > 3 * losses[0]  # blew up, then fell back to chance: not learning either
+    return (last > first - 0.05 or spiked) and last > 0.95 * math.log(m.get("classes") or 10)  # flat near chance
 
 
 def _first_nonfinite_step(m):
@@ -54,9 +55,26 @@ def inputs_not_normalised(m, x):
                        "normalise with the data set's per-channel mean and std: x = (x - mean) / std")
 
 
+def batches_of_one_class(m, x):
+    if m.get("classes_per_batch") == 1 and m.get("batches_seen", 0) >= 4:
+        return Finding("critical", "data", "batches-of-one-class", "a training batch holds a single class",
+                       {"fewest_classes_in_a_batch": 1, "batches_checked": m["batches_seen"]},
+                       "shuffle the training set every epoch (shuffle=True or a RandomSampler)")
+
+
+def same_batch_every_step(m, x):
+    seen, distinct = m.get("batches_seen", 0), m.get("distinct_batches", 0)
+    if seen >= 4 and distinct < seen // 2:
+        return Finding("critical", "data", "same-batch-every-step",
+                       f"the first {seen} training steps saw {distinct} distinct input batch(es)",
+                       {"batches_checked": seen, "distinct_batches": distinct},
+                       "iterate over the loader inside the loop: a batch taken once before it is trained on forever")
+
+
 def labels_misaligned(m, x):
     a = x.get("labels")
-    if a and a["samples"] >= 256 and a["accuracy"] < a["chance"] + 4 * a["stderr"]:
+    repeated = m.get("distinct_batches", 0) < m.get("batches_seen", 0) // 2  # one batch seen again and again
+    if a and a["samples"] >= 256 and a["accuracy"] < a["chance"] + 4 * a["stderr"] and not repeated:
         return Finding("critical", "data", "labels-misaligned",
                        "the labels carry no information about the images",
                        {"label_test_accuracy": a["accuracy"], "chance": a["chance"], "samples": a["samples"]},
@@ -77,8 +95,10 @@ def bad_initialisation(m, x):
 
 def dead_units(m, x):
     dead = max(m["dead_relu"], default=0.0)
-    if dead > 0.98:
-        return Finding("warning", "model", "dead-units", "a ReLU layer outputs zero almost everywhere",
+    constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())  # zero-initialisation explains it
+    if dead > 0.98 and not constant:
+        return Finding("critical" if dead > 0.99 else "warning", "model", "dead-units",
+                       "a ReLU layer outputs zero almost everywhere",
                        {"dead_relu_share": dead}, "check the initialisation, the input scale and the learning rate")
 
 
@@ -170,12 +190,44 @@ def lr_too_high(m, x):
                        f"from finite inputs (step {module_step})", evidence, suggestion)
 
 
+def lr_far_above_range(m, x):
+    """A loss that does not fall, at a learning rate far above where the LR range test's loss falls."""
+    suggested, lr = x.get("suggested_lr"), m["lr"][0] if m["lr"] else None
+    if suggested and lr and m["finite"] and _not_learning(m) and lr > 10 * suggested:
+        return Finding("critical", "optimizer", "lr-too-high",
+                       f"the loss does not fall at lr {lr:.3g}, {lr / suggested:.0f}x the LR range test's safe peak",
+                       {"lr": lr, "suggested_lr": suggested}, f"lower the learning rate to about {suggested:.2g}")
+
+
 def optimizer_never_steps(m, x):
     if m["steps"] == 0 and m["backwards"] >= 10:
         return Finding("critical", "optimizer", "missing-optimizer-step",
                        f"backward() ran {m['backwards']} times but no optimizer ever stepped",
                        {"backwards": m["backwards"], "optimizer_steps": 0},
                        "call optimizer.step() after loss.backward()")
+
+
+def zero_grad_before_step(m, x):
+    norms = m["grad_norms"][:8]
+    elsewhere = m["params_not_optimized"]  # the forward pass uses parameters no optimizer holds: another cause
+    if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere:
+        return Finding("critical", "optimizer", "zero-grad-before-step",
+                       f"every gradient is zero when optimizer.step() runs ({len(norms)} steps checked)",
+                       {"grad_norm_at_step": 0.0, "steps_checked": len(norms)},
+                       "clear gradients before backward(), never between backward() and step()")
+
+
+WEIGHT_DECAY_MOST = {"SGD": 0.01, "AdamW": 1.0}  # far above the usual 5e-4 (SGD) and 0.01..0.1 (AdamW)
+
+
+def weight_decay_too_high(m, x):
+    for o in m["optimizers"]:
+        shrink = o.get("lr", 0.0) * o.get("weight_decay", 0.0)
+        if o.get("weight_decay", 0.0) > WEIGHT_DECAY_MOST.get(o["type"], 0.1):
+            return Finding("critical", "optimizer", "weight-decay-too-high",
+                           f"weight decay shrinks every weight by {shrink:.1%} per step",
+                           {"weight_decay": o["weight_decay"], "lr": o["lr"], "shrink_per_step": shrink},
+                           "use a weight decay in the usual range (1e-4..5e-4 for SGD, 0.01..0.1 for AdamW)")
 
 
 # ---------------------------------------------------------------- precision
@@ -194,13 +246,31 @@ def fp16_master_weights(m, x):
                        "keep weights in fp32; use torch.autocast(dtype=torch.float16) with a GradScaler, or bf16")
 
 
+def float64_compute(m, x):
+    dtypes = m["output_dtypes"]
+    if dtypes.get("torch.float64"):
+        return Finding("critical", "precision", "float64-compute",
+                       f"{dtypes['torch.float64']} of {sum(dtypes.values())} layer outputs are float64",
+                       {"float64_outputs": dtypes["torch.float64"]},
+                       "keep the model and its inputs in float32 (look for .double() and float64 numpy arrays)")
+
+
 # ---------------------------------------------------------------- device
+PER_SAMPLE_FETCH_S = 50e-6  # seconds of loader work per sample fetched one by one: real per-sample transforms
+
+
 def data_loader_starves(m, x):
-    share = m["data_wait_share"]
-    if share > DATA_WAIT_SHARE:
-        return Finding("critical" if share > 0.5 else "warning", "device", "data-loader-starves",
+    share, fetches = m["data_wait_share"], m.get("sample_fetches_per_step", 0)
+    per_sample = m["time_split"]["data"] / fetches if fetches else 0.0
+    # a CPU that computes slowly hides a slow loader: counted per-sample work shows it anyway
+    per_sample_python = fetches >= 32 and per_sample > PER_SAMPLE_FETCH_S
+    if share > DATA_WAIT_SHARE or per_sample_python:
+        return Finding("critical" if share > 0.5 or per_sample_python else "warning", "device", "data-loader-starves",
+                       f"{share:.0%} of each step is spent waiting for the next batch, built one sample at a time "
+                       f"({fetches} per step, {1e6 * per_sample:.0f} µs each)" if fetches else
                        f"{share:.0%} of each step is spent waiting for the next batch",
-                       {"data_wait_share": share, "step_ms": 1e3 * m["step_s"]},
+                       {"data_wait_share": share, "step_ms": 1e3 * m["step_s"], "sample_fetches_per_step": fetches,
+                        "us_per_sample": 1e6 * per_sample},
                        "batch the preprocessing on the device (keep the data set there), or use DataLoader "
                        "workers with pin_memory and persistent_workers")
 
@@ -217,6 +287,14 @@ def host_syncs(m, x):
                        {"host_reads_per_step": reads}, "fine on a CPU; on a GPU, read metrics every N steps")
 
 
+def batch_too_small(m, x):
+    size = m.get("batch_size")
+    if size is not None and size < 16 and m["steps"] >= 3:
+        return Finding("critical" if size < 8 else "warning", "device", "batch-too-small", f"{size} samples per training step",
+                       {"batch_size": size, "step_ms": 1e3 * m["step_s"]},
+                       "use batches large enough to keep the device busy, and scale the learning rate with them")
+
+
 def graph_kept_alive(m, x):
     growth = m["saved_growth_per_step"]
     if growth > GRAPH_GROWTH_BYTES:
@@ -226,9 +304,11 @@ def graph_kept_alive(m, x):
                        "do not keep loss tensors (use loss.item() / .detach()) and drop retain_graph=True")
 
 
-RULES = [inputs_not_normalised, labels_misaligned, bad_initialisation, dead_units, loss_at_init, cannot_overfit,
-         probabilities_into_loss, unstable_loss, params_not_in_optimizer, missing_zero_grad, lr_collapses,
-         lr_too_high, optimizer_never_steps, fp16_master_weights, data_loader_starves, host_syncs, graph_kept_alive]
+RULES = [inputs_not_normalised, batches_of_one_class, same_batch_every_step, labels_misaligned, bad_initialisation,
+         dead_units, loss_at_init, cannot_overfit, probabilities_into_loss, unstable_loss, params_not_in_optimizer,
+         missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high, lr_far_above_range, optimizer_never_steps,
+         weight_decay_too_high, fp16_master_weights, float64_compute, data_loader_starves, host_syncs, batch_too_small,
+         graph_kept_alive]
 
 
 def findings(m, x):

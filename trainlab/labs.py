@@ -94,8 +94,19 @@ def names(*modules):
     return sorted(n for n in found if not modules or n.split("/")[0] in modules)
 
 
+_GENERATED = {}  # name -> Lab made at run time (`trainlab.drill`), not a file under labs/
+
+
+def register(lab):
+    """Make a lab generated at run time (a drill) resolvable by name, like a file under labs/."""
+    _GENERATED[lab.name] = lab
+    return lab
+
+
 def resolve(name):
     """The full lab name for name, which may omit the module folder when that is unambiguous."""
+    if name in _GENERATED:
+        return name
     known = names()
     if name in known:
         return name
@@ -106,11 +117,14 @@ def resolve(name):
 
 
 def path(name):
-    return paths.LABS / f"{resolve(name)}.py"
+    name = resolve(name)
+    return _GENERATED[name].path if name in _GENERATED else paths.LABS / f"{name}.py"
 
 
 def get(name):
     """The parsed lab (cached until its file changes)."""
+    if name in _GENERATED:
+        return _GENERATED[name]
     file = path(name)
     return _parse(resolve(name), file, file.stat().st_mtime_ns)
 

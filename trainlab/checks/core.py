@@ -132,7 +132,7 @@ class Exercise:
     @property
     def asks_for_diagnosis(self):
         """Debugging labs grade a stated diagnosis next to the fix (`trainlab.checks.diagnosis`)."""
-        return self.lab.split("/")[0] == "debugging"
+        return self.lab.split("/")[0] in ("debugging", "drill")
 
     def check(self, source):
         """Judge source and show the verdict; for debugging labs, with the diagnosis graded apart."""

@@ -31,8 +31,21 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+GENERATED = {}  # exercises made at run time (drills), by name
+DEVICE = ["cpu"]  # where checks run, as configure() last set it
+
+
+def register(exercise):
+    """Make an exercise made at run time (a drill's) reachable by name, as `%%lab NAME` needs."""
+    GENERATED[exercise.name] = exercise
+    exercise.device = DEVICE[0]
+    return exercise
+
+
 def get(name):
     """The exercise for a lab name (the module folder may be left out when unambiguous)."""
+    if name in GENERATED:
+        return GENERATED[name]
     try:
         return everything()[labs.resolve(name)]
     except KeyError:
@@ -41,5 +54,6 @@ def get(name):
 
 def configure(device="cpu"):
     """Run every check's child on device (the notebook's `device` parameter)."""
-    for exercise in everything().values():
+    DEVICE[0] = str(device)
+    for exercise in [*everything().values(), *GENERATED.values()]:
         exercise.device = str(device)

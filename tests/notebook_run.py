@@ -134,7 +134,7 @@ def assert_learner_checks_not_attempted(nb, name):
 @pytest.mark.device
 def test_solution_notebook_runs_and_its_checks_pass(request):
     predictions = getattr(request.module, "PREDICTIONS", {})  # papermill parameters, as a headless learner passes them
-    nb = run_solution(request.module.NOTEBOOK, **predictions)
+    nb = run_solution(request.module.NOTEBOOK, **predictions, **getattr(request.module, "PARAMETERS", {}))
     assert_solution_checks_pass(nb)
     if predictions:
         assert "You predicted" in texts(nb) and "Submit your prediction" not in texts(nb)
@@ -181,7 +181,7 @@ STDERR_ALLOWED = ()  # substrings of stderr lines a notebook may print; none so 
 @pytest.mark.device
 def test_learner_notebook_checks_report_not_attempted(request):
     name = request.module.NOTEBOOK
-    nb = run_learner(name, seed=1)
+    nb = run_learner(name, seed=1, **getattr(request.module, "PARAMETERS", {}))
     assert_learner_checks_not_attempted(nb, name)
     assert_nothing_given_away(nb, name)
 
@@ -190,7 +190,7 @@ def test_learner_notebook_checks_report_not_attempted(request):
 @pytest.mark.full
 def test_whole_learner_notebook_runs(request):
     name = request.module.NOTEBOOK
-    nb = run_learner(name, whole=True, seed=1)
+    nb = run_learner(name, whole=True, seed=1, **getattr(request.module, "PARAMETERS", {}))
     assert_learner_checks_not_attempted(nb, name)
     if getattr(request.module, "PREDICTIONS", {}):  # no prediction given: the measurement stays hidden
         assert "Submit your prediction" in texts(nb) and "You predicted" not in texts(nb)

@@ -15,11 +15,12 @@ any more.
 
 import re
 
-from trainlab import labs
+from trainlab import drill, labs
 from trainlab.checks import exercises
 from trainlab.doctor.causes import CAUSES
 
-REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(")
+REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(|\.reveal\(")
+DRILL = re.compile(r"\bdrill/(\d+)(?![\w-])")  # a drill a cell made at run time (trainlab.drill), named in its output
 BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
 MARKER = re.compile(r"#\s*BUG\b|^\s*#\+", re.M)
 CATEGORY_LIST = re.compile(r"\bcategor(?:y|ies)\s*:", re.I)
@@ -42,10 +43,14 @@ def handed_out(nb):
             found.append(labs.resolve(cell.source.split()[1]))
         for modules in BROWSER.findall(cell.source):
             found += [n for n in exercises.everything() if n.split("/")[0] in modules.split()]
+        for _, text in cell_texts(cell):  # the same seed makes the same drill here as in the kernel
+            found += [drill.new(int(seed)).name for seed in DRILL.findall(text)]
     return list(dict.fromkeys(found))
 
 
 def reveals(cell, name):
+    if name.startswith("drill/"):  # a notebook's drill is revealed by the cell that asks for it by any name
+        return cell.cell_type == "code" and bool(REVEAL.search(cell.source)) and "interview" in cell.source
     short = name.split("/")[1]
     return cell.cell_type == "code" and bool(REVEAL.search(cell.source)) and (
         f'"{name}"' in cell.source or f'"{short}"' in cell.source)

@@ -5,3 +5,4 @@ from tests.notebook_run import (test_learner_notebook_checks_report_not_attempte
                                 test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
 
 NOTEBOOK = "01_debugging.ipynb"
+PARAMETERS = {"mock_seed": 8}  # the mock interview's drill in tests: an MLP with two bugs (fast on a CPU)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import labs, paths
+from trainlab import atomic, labs, paths
 from trainlab.checks import exercises
 from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
 from trainlab.checks.lab import BY_CAUSE, LabExercise
@@ -125,7 +125,7 @@ def build(script, causes, seed, name=None):
                    {m.cause: labs.Cause(m.cause, m.category, m.explanation) for m in mutations}, (),
                    script=script, mutations=mutations, seed=seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(lab.source())
+    atomic.write_text(path, lab.source())  # a notebook and a shell may make the same drill at once
     return labs.register(lab)
 
 

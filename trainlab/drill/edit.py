@@ -78,9 +78,9 @@ class Script:
             raise NotApplicable("no training loop (a for loop that calls backward())")
         return min(loops, key=lambda n: n.end_lineno - n.lineno)
 
-    def attribute(self, dotted):
-        """The first `a.b` expression spelled dotted, in source order."""
-        found = sorted((n for n in self.nodes(ast.Attribute) if _name(n) == dotted),
+    def attribute(self, dotted, after=0):
+        """The first `a.b` expression spelled dotted, in source order (below line `after`, if given)."""
+        found = sorted((n for n in self.nodes(ast.Attribute) if _name(n) == dotted and n.lineno > after),
                        key=lambda n: (n.lineno, n.col_offset))
         if not found:
             raise NotApplicable(f"no {dotted}")
@@ -110,11 +110,12 @@ class Script:
     def replace(self, node, new):
         """Replace the exact source of node (an expression or a statement) with new."""
         lines = self._lines()
-        start = sum(len(line) for line in lines[:node.lineno - 1]) + len(lines[node.lineno - 1].encode()[:node.col_offset].decode())
-        end = sum(len(line) for line in lines[:node.end_lineno - 1]) + len(
-            lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
-        self.text = self.text[:start] + new + self.text[end:]
-        self.tree = ast.parse(self.text)
+
+        def offset(lineno, col):  # ast's columns count UTF-8 bytes
+            return sum(map(len, lines[:lineno - 1])) + len(lines[lineno - 1].encode()[:col].decode())
+
+        start, end = offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset)
+        self._set([self.text[:start] + new + self.text[end:]])
 
     def _indented(self, node, code):
         pad = " " * node.col_offset
@@ -138,12 +139,12 @@ class Script:
 
     def move_after(self, node, anchor):
         """Move statement node to just after statement anchor, re-indented to anchor's depth."""
-        code = textwrap.dedent("\n".join(self.segment_lines(node)))
-        anchor_key = (anchor.lineno, anchor.col_offset)
-        self.delete(node)
-        anchor = next(s for s in self._statements() if (s.lineno, s.col_offset) == (
-            anchor_key[0] - (node.end_lineno - node.lineno + 1 if node.lineno < anchor_key[0] else 0), anchor_key[1]))
-        self.insert_after(anchor, code)
+        lines = self._lines()
+        moved = self._indented(anchor, textwrap.dedent("".join(lines[node.lineno - 1:node.end_lineno])))
+        at = anchor.end_lineno - (node.end_lineno - node.lineno + 1 if node.lineno < anchor.lineno else 0)
+        del lines[node.lineno - 1:node.end_lineno]
+        lines[at:at] = moved
+        self._set(lines)
 
     def segment_lines(self, node):
         return [line.rstrip("\n") for line in self._lines()[node.lineno - 1:node.end_lineno]]

@@ -39,12 +39,16 @@ class Mutation:
 
 
 # ---------------------------------------------------------------- anchors shared by the edits
-def _model_assignment(script):
-    """`model = <constructor>` at module level: where the model comes into being."""
+def _module_assignment(script, name):
+    """`name = ...` at module level (where the model comes into being, say)."""
     for node in script.tree.body:
-        if isinstance(node, ast.Assign) and [_name(t) for t in node.targets] == ["model"]:
+        if isinstance(node, ast.Assign) and [_name(t) for t in node.targets] == [name]:
             return node
-    raise NotApplicable("no module-level `model = ...`")
+    raise NotApplicable(f"no module-level `{name} = ...`")
+
+
+def _model_assignment(script):
+    return _module_assignment(script, "model")
 
 
 def _optimizer(script):
@@ -137,7 +141,7 @@ def softmax_into_loss(script):
 
 def unstable_kl_loss(script):
     """A hand-written soft cross-entropy in place of the library's, wherever the script names its loss."""
-    statement, call = _loss_call(script)
+    _, call = _loss_call(script)
     if len(call.args) != 2:
         raise NotApplicable("the loss call does not take (outputs, targets)")
     modules = script.calls("CrossEntropyLoss")
@@ -179,8 +183,7 @@ def scheduler_per_batch(script):
     name = _name(scheduler.value.func.value)
     if "lr_scheduler.CosineAnnealing" in script.text:
         raise NotApplicable("a cosine schedule stepped per batch cycles rather than collapses")
-    if not any(isinstance(n, ast.Assign) and [_name(t) for t in n.targets] == [name] for n in script.tree.body):
-        raise NotApplicable(f"{name} is not a module-level name the training step can reach")
+    _module_assignment(script, name)  # a module-level name the training step can reach
     script.move_after(scheduler, step)
 
 
@@ -195,8 +198,7 @@ def rebuild_model_after_optimizer(script):
 def shuffled_labels(script):
     statement = script.statement_of(script.attribute("images.train_y"))
     script.insert_before(statement, "labels = images.train_y[torch.randperm(len(images.train_y))]")
-    uses = [n for n in script.nodes(ast.Attribute) if _name(n) == "images.train_y" and n.lineno > statement.lineno]
-    script.replace(min(uses, key=lambda n: (n.lineno, n.col_offset)), "labels")
+    script.replace(script.attribute("images.train_y", after=statement.lineno), "labels")  # below the new line
 
 
 def sorted_unshuffled(script):
@@ -216,10 +218,8 @@ def sorted_unshuffled(script):
                 key=lambda n: n.lineno)
     script.insert_before(first, "order = images.train_y.argsort()\n"
                          "train_images, train_labels = images.train_x[order], images.train_y[order]")
-    after = first.lineno + 2  # the two lines just inserted keep their references
     for attr, name in (("images.train_x", "train_images"), ("images.train_y", "train_labels")):
-        uses = [n for n in script.nodes(ast.Attribute) if _name(n) == attr and n.lineno >= after]
-        script.replace(min(uses, key=lambda n: (n.lineno, n.col_offset)), name)
+        script.replace(script.attribute(attr, after=first.lineno + 1), name)  # the two new lines keep theirs
 
 
 def one_batch_repeated(script):
@@ -251,9 +251,11 @@ def per_sample_loader(script):
     for name in ("ImageDataset", "standard_transform"):
         script.add_import("trainlab.data", name)
     script.add_import("torch.utils.data", "DataLoader")
-    for node in [n for n in script._statements() if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-                 and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "set_epoch"][::-1]:
-        script.delete(node)  # a DataLoader has no set_epoch (it reshuffles by itself)
+    while True:  # a DataLoader has no set_epoch (it reshuffles by itself)
+        try:
+            script.delete(script.call_statement("set_epoch"))
+        except NotApplicable:
+            break
     _inputs_to_device(script)
 
 
@@ -272,7 +274,7 @@ def _inputs_to_device(script):
 
 
 def per_sample_accuracy(script):
-    statement, call = _loss_call(script)
+    _, call = _loss_call(script)
     loop, x, y, _ = _batch_names(script)
     forward = _forward_call(script)
     if script.segment(forward) in script.segment(call):  # `loss_fn(model(x), y)`: name the outputs first

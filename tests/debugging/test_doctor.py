@@ -15,6 +15,7 @@ import pytest
 
 from trainlab import doctor, labs
 from trainlab.doctor.examine import diagnose_here
+from trainlab.doctor import report as report_module
 from trainlab.doctor.report import SEVERITIES
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -116,7 +117,7 @@ def test_cli_writes_the_documented_json(tmp_path):
     from trainlab.doctor.__main__ import main
 
     with contextlib.redirect_stdout(io.StringIO()) as printed:
-        main([str(labs.path("debugging/nan_2")), "--steps", "20", "--json", str(out)])
+        main(["--steps", "20", "--json", str(out), str(labs.path("debugging/nan_2"))])
     data = json.loads(out.read_text())
     assert "unstable-loss" in printed.getvalue()
     assert {"script", "steps", "symptoms", "crash", "root_causes", "findings", "measurements"} <= data.keys()
@@ -124,3 +125,17 @@ def test_cli_writes_the_documented_json(tmp_path):
         assert set(finding) == {"severity", "category", "cause", "title", "evidence", "suggestion"}
         assert finding["severity"] in SEVERITIES
     assert data["root_causes"] == ["unstable-loss"] and data["symptoms"] == ["nan"]
+    assert data["schema_version"] == report_module.SCHEMA_VERSION and "symptom_evidence" in data
+    assert report_module.Report.from_dict(data).root_causes == ["unstable-loss"]
+
+
+def test_docs_list_every_cause_id_the_rules_can_report():
+    import re
+
+    from trainlab.doctor import causes, examine, rules
+
+    source = Path(rules.__file__).read_text() + Path(examine.__file__).read_text()
+    ids = set(re.findall(r'Finding\(\s*[\w"]+,\s*"\w+",\s*"([\w-]+)"', source)) | set(causes.CAUSES)
+    documented = set(re.findall(r"^\| `([\w-]+)`", (Path(__file__).parents[2] / "docs/doctor_causes.md").read_text(),
+                                re.M))
+    assert len(ids) > 25 and ids <= documented, ids - documented

@@ -75,6 +75,38 @@ def _layer_gradients(m):
             f"most-dead ReLU layer outputs zero for {dead:.0%} of inputs")
 
 
+def _gradient_flow(m):
+    flow = m.get("gradient_flow")
+    if not flow:
+        return None
+    missing = sorted(set(flow["no_gradient"]) | set(flow["frozen_in_optimizer"]))
+    where = ", ".join(flow["no_gradient_modules"][:6]) or "none"
+    return (f"{len(missing)} of {flow['params']} parameter tensors got no gradient in {flow['backwards_checked']} "
+            f"backward passes (in modules: {where}); {flow['all_missing_backwards']} backwards reached no parameter "
+            f"at all; {flow['loss_leaf_backwards']} ran on a loss that is a leaf tensor")
+
+
+def _update_sizes(m):
+    ratios = m.get("update_ratios") or {}
+    if not ratios:
+        return None
+    smallest, largest = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+    clip = sorted(m.get("clip_ratios") or [])
+    clipping = (f"; clipping keeps {clip[len(clip) // 2]:.0%} of the gradient's norm at the median step"
+                if clip else "; no gradient clipping seen")
+    return (f"|delta w| / |w| per step: median {m['update_ratio_median']:.2g} over {len(ratios)} weight tensors "
+            f"(smallest {smallest} {ratios[smallest]:.2g}, largest {largest} {ratios[largest]:.2g}){clipping}")
+
+
+def _control(m):
+    c = m["experiments"].get("control")
+    return c and (f"the script's model and {c['train_batches']} captured batches in a known-good loop (AdamW lr "
+                  f"{c['lr']:g}, cross-entropy, {c['steps']} steps): held-out loss {c['held_out_loss_before']:.3f} -> "
+                  f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
+                  f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; the class frequencies alone "
+                  f"score {c['prior_loss']:.3f})")
+
+
 def _overfit(m):
     losses = m["experiments"].get("overfit")
     return losses and f"50 Adam steps on one batch from the initial weights: loss {losses[0]:.3f} -> {losses[-1]:.3f}"
@@ -167,6 +199,10 @@ EXPERIMENTS = {e.id: e for e in (
     Experiment("label-test", "whether the labels predict the images at all", _label_test),
     Experiment("init-stats", "how the weights and the loss start out", _init_stats),
     Experiment("layer-gradients", "how much gradient reaches the parameters, and how many ReLUs fire", _layer_gradients),
+    Experiment("gradient-flow", "which parameters get a gradient from each backward", _gradient_flow),
+    Experiment("update-sizes", "how much each optimizer step changes the weights, and what clipping keeps",
+               _update_sizes),
+    Experiment("control-run", "whether the script's model learns its data in a known-good loop", _control),
     Experiment("overfit-one-batch", "whether the model can memorise one batch", _overfit),
     Experiment("batch-contents", "what each training batch holds (its size, its classes, whether it repeats)",
                _batch_contents),

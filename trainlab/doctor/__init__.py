@@ -1,6 +1,6 @@
 """The doctor: the debugging checklist made executable, for any plain PyTorch script.
 
-    python -m trainlab.doctor labs/debugging/nc_7.py --json report.json     # from a shell
+    python -m trainlab.doctor --json report.json labs/debugging/nc_7.py     # from a shell
     report = trainlab.doctor.diagnose("train.py")                        # from a notebook
 
 It runs the script unmodified for a bounded number of steps, instruments it from outside
@@ -38,8 +38,8 @@ def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s
             script = Path(tmp) / "script.py"
             script.write_text(source)
         out = Path(tmp) / "report.json"
-        cli_args = [script, "--steps", steps, "--time-limit", time_limit_s, "--json", out,
-                    *(["--every-experiment"] if every_experiment else []), "--", *args]
+        cli_args = ["--steps", steps, "--time-limit", time_limit_s, "--json", out,
+                    *(["--every-experiment"] if every_experiment else []), script, *args]
         result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or time_limit_s + 60,
                                    stream=stream)
         if not out.exists():

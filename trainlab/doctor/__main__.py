@@ -1,4 +1,7 @@
-"""`python -m trainlab.doctor path/to/train.py [script args] [--steps N] [--time-limit S] [--json PATH]`"""
+"""`python -m trainlab.doctor [--steps N] [--time-limit S] [--json PATH] path/to/train.py [script args]`
+
+The doctor's options come before the script's path; everything after it reaches the script
+unchanged, so a script may have its own --steps or --json."""
 
 import argparse
 import sys
@@ -11,14 +14,15 @@ def main(argv=None):
         prog="python -m trainlab.doctor",
         description="Run an unmodified PyTorch training script for a bounded number of steps, "
                     "instrumented from outside, and report what is wrong with it.")
-    parser.add_argument("script", help="the training script")
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
     parser.add_argument("--time-limit", type=float, default=60.0, help="stop after this many seconds (60)")
     parser.add_argument("--every-experiment", action="store_true",
                         help="run every quick experiment, not only those the symptoms call for")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (schema: trainlab/doctor/report.py)")
-    args, script_args = parser.parse_known_args(argv)
-    script_args = [a for a in script_args if a != "--"]
+    parser.add_argument("script", help="the training script; the doctor's options go before it")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="passed to the script unchanged")
+    args = parser.parse_args(argv)
+    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     report = diagnose_here(args.script, script_args, args.steps, args.time_limit, args.every_experiment)
     print(report)
     if args.json:

@@ -13,7 +13,7 @@ import traceback
 
 import torch
 
-from trainlab.doctor import experiments, rules
+from trainlab.doctor import experiments, rules, trend
 from trainlab.doctor.probe import Probe, StopTraining
 from trainlab.doctor.report import Finding, Report, rank
 
@@ -50,7 +50,7 @@ def _crash(exc, script):
 
 
 def quick_experiments(probe, measurements, everything=False):
-    """The checklist's experiments that apply to what was captured (each under a second);
+    """The checklist's experiments that apply to what was captured (each a few seconds at most);
     everything=True runs each one whatever the symptoms (a learner's investigation)."""
     found, captured = {}, probe.captured
     if captured.features and captured.targets:
@@ -60,18 +60,32 @@ def quick_experiments(probe, measurements, everything=False):
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
         return found
+    model = getattr(model, "module", model)  # DistributedDataParallel: train the module it wraps
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
     targets = captured.targets[:len(batches)]
+    not_learning = "no-convergence" in rules.symptoms(measurements, found)
     try:
-        if everything or "no-convergence" in rules.symptoms(measurements, found):
+        if everything or not_learning:
             found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
-        if everything or not measurements["finite"] or "no-convergence" in rules.symptoms(measurements, found):
-            lrs, losses = experiments.lr_range_test(model, state, batches, targets, kind)
+        if (everything or not_learning) and len(batches) >= 5:
+            found["control"] = experiments.control_run(model, state, batches, targets)
+        if everything or not measurements["finite"] or not_learning:
+            lrs, losses = experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
-            found["suggested_lr"] = experiments.suggest_lr(lrs, losses)
+            found["lr_suggestion"] = experiments.lr_suggestion(lrs, losses)
+            found["suggested_lr"] = found["lr_suggestion"]["lr"]
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
         found["experiment_error"] = f"{type(exc).__name__}: {exc}"
     return found
+
+
+def _chance(targets):
+    """Share of the commonest class in the captured targets (always guessing it)."""
+    labels = [t for t in targets if t.ndim == 1 and not t.is_floating_point()]
+    if not labels:
+        return None
+    y = torch.cat(labels).long()
+    return float(torch.bincount(y).max() / len(y)) if len(y) and int(y.min()) >= 0 else None
 
 
 def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False):
@@ -82,6 +96,9 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     m = probe.summary()
     shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
     m["classes"] = shapes[0][1] if shapes and shapes[0][1] > 1 else None
+    m["chance"] = _chance(probe.captured.targets)
+    m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
+                                         m["classes"])
     x = quick_experiments(probe, m, every_experiment)
     found = rules.findings(m, x)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
@@ -90,6 +107,7 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     if crash:
         found.append(Finding("critical", "run", "crash", f"the script raised {crash['error']}",
                              {"where": crash["where"]}, "fix the error first; the traceback is in the report"))
+    notes = rules.symptom_evidence(m, symptoms)
     m["losses"] = [v if math.isfinite(v) else str(v) for v in m["losses"]]  # JSON has no NaN
     return Report(os.path.relpath(script), list(args), probe.steps, time.perf_counter() - start, symptoms,
-                  rank(found), crash, m)
+                  rank(found), crash, m, notes)

@@ -6,7 +6,10 @@
 - `overfit_one_batch`: can the model, from its initial weights, memorise one batch? If not,
   the problem is in the model (init, dead units) or the loss, not in the data.
 - `lr_range_test`: train from the initial weights with the learning rate growing
-  exponentially; the loss curve shows which learning rates learn and which explode.
+  exponentially; the loss curve shows which learning rates learn and which explode, and
+  `lr_suggestion` reads it the way a practitioner would.
+- `control_run`: the differential diagnosis - the script's own model and batches trained by a
+  known-good loop. If the control learns and the script does not, the fault is in the loop.
 Used by `trainlab.doctor` and by notebook 01's plots.
 """
 
@@ -86,10 +89,115 @@ def lr_range_test(model, init_state, batches, targets, optimizer="SGD", lr_min=1
     return lrs, losses
 
 
+SMOOTHING = 0.8  # exponential moving average of the range test's loss, bias-corrected (as fastai does)
+DIVERGED = 1.25  # the curve diverges where its smoothed loss exceeds 1.25x its lowest so far
+BELOW_DIVERGENCE = 3  # a flat curve's suggestion: this factor below the divergence point
+
+
+def smoothed(losses, beta=SMOOTHING):
+    """Bias-corrected exponential moving average of the finite prefix of losses."""
+    out, avg = [], 0.0
+    for i, value in enumerate(losses):
+        if not math.isfinite(value):
+            break
+        avg = beta * avg + (1 - beta) * value
+        out.append(avg / (1 - beta ** (i + 1)))
+    return out
+
+
+def lr_suggestion(lrs, losses):
+    """Where a practitioner would set the peak LR from a range test's curve, and why.
+
+    The loss is smoothed (EMA, beta 0.8). The curve diverges where the smoothed loss first
+    exceeds 1.25x its lowest value so far (or turns non-finite). Before that point it descends
+    if it falls by more than its noise (3x the spread of the raw points around the smoothed
+    curve, and at least 3%): the suggestion is the smaller of its steepest descent and a tenth
+    of the LR at its lowest point (the two usual readings; the smaller is the safe one). A flat
+    curve that diverges gets the largest LR 3x below the divergence point; one that neither
+    falls nor diverges over the range gets no suggestion.
+    Returns {lr, rule, divergence_lr, drop, noise, smoothing, range}."""
+    result = {"lr": None, "divergence_lr": None, "smoothing": f"EMA beta={SMOOTHING}",
+              "range": [lrs[0], lrs[-1]] if lrs else None}
+    smooth = smoothed(losses)
+    if len(smooth) < 8:
+        return result | {"rule": "too few finite points to read the curve"}
+    lowest, end = smooth[0], len(smooth)
+    for i, value in enumerate(smooth):
+        lowest = min(lowest, value)
+        if value > DIVERGED * lowest:
+            end = i
+            break
+    if end < len(losses):
+        result["divergence_lr"] = lrs[end]
+    before = smooth[:end]
+    noise = _mad([raw - s for raw, s in zip(losses[:end], before)])
+    drop = before[0] - min(before)
+    result |= {"drop": drop, "noise": noise}
+    if drop > max(0.03 * before[0], 3 * noise) and len(before) >= 3:
+        log_lr = [math.log10(lr) for lr in lrs[:end]]
+        bottom = before.index(min(before))
+        slopes = [((before[i + 1] - before[i - 1]) / (log_lr[i + 1] - log_lr[i - 1]), i) for i in range(1, max(bottom, 2))]
+        steepest, tenth_of_bottom = lrs[min(slopes)[1]], lrs[bottom] / 10
+        if steepest <= tenth_of_bottom:
+            return result | {"lr": steepest, "rule": "steepest descent of the smoothed loss"}
+        return result | {"lr": tenth_of_bottom, "rule": "a tenth of the LR at the smoothed loss's lowest point "
+                                                       "(below its steepest descent)"}
+    if result["divergence_lr"]:
+        return result | {"lr": result["divergence_lr"] / BELOW_DIVERGENCE,
+                         "rule": f"flat, then diverges: {BELOW_DIVERGENCE}x below the divergence point"}
+    return result | {"rule": "too flat: the loss neither falls nor diverges over the range"}
+
+
 def suggest_lr(lrs, losses):
-    """A tenth of the LR at the lowest smoothed loss: a safe peak learning rate."""
-    if len(losses) < 5:
-        return None
-    smooth = [sum(losses[max(0, i - 2):i + 3]) / len(losses[max(0, i - 2):i + 3]) for i in range(len(losses))]
-    finite = [(v, lr) for v, lr in zip(smooth, lrs) if math.isfinite(v)]
-    return min(finite)[1] / 10 if finite else None
+    """The suggested peak learning rate of lr_suggestion, or None."""
+    return lr_suggestion(lrs, losses)["lr"]
+
+
+def _mad(values):
+    """1.4826 x median absolute deviation: a standard deviation that ignores outliers."""
+    if not values:
+        return 0.0
+    centre = sorted(values)[len(values) // 2]
+    return 1.4826 * sorted(abs(v - centre) for v in values)[len(values) // 2]
+
+
+def control_run(model, init_state, batches, targets, steps=64, lr=3e-3, held_out_batches=2):
+    """The differential diagnosis: the script's model, from its first-forward weights, trained on
+    the script's own captured batches with a known-good loop (cross-entropy on the logits, AdamW,
+    no clipping, zeroed gradients, fp32). The last batches are held out and judged before and after:
+    it learns when the held-out loss ends 3% below both its start and the entropy of the held-out
+    labels (what predicting the class frequencies scores: a model that only learns the prior
+    does not count).
+    Returns {train_losses, held_out_loss_before/after, held_out_acc_before/after, chance, learns}."""
+    model = _fresh(model, init_state).float()
+    held = min(held_out_batches, len(batches) - 1)
+    x_held, y_held = torch.cat(batches[-held:]).float(), torch.cat(targets[-held:])
+    train = list(zip(batches[:-held], targets[:-held]))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def held_out():
+        model.eval()
+        with torch.no_grad():
+            logits = model(x_held).float()
+        model.train()
+        return float(F.cross_entropy(logits, y_held)), float((logits.argmax(1) == y_held).float().mean())
+
+    loss_before, acc_before = held_out()
+    losses = []
+    for step in range(steps):
+        x, y = train[step % len(train)]
+        loss = F.cross_entropy(model(x.float()).float(), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    loss_after, acc_after = held_out()
+    counts = torch.bincount(y_held, minlength=int(y_held.max()) + 1).float()
+    chance = float(counts.max() / len(y_held))
+    shares = counts[counts > 0] / len(y_held)
+    prior_loss = float(-(shares * shares.log()).sum())
+    learns = math.isfinite(loss_after) and loss_after < 0.97 * min(loss_before, prior_loss)
+    return {"steps": steps, "train_batches": len(train), "held_out_samples": len(y_held), "lr": lr,
+            "train_losses": losses, "held_out_loss_before": loss_before, "held_out_loss_after": loss_after,
+            "held_out_acc_before": acc_before, "held_out_acc_after": acc_after, "chance": chance,
+            "prior_loss": prior_loss, "learns": learns}

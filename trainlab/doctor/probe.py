@@ -30,6 +30,7 @@ Used by `trainlab.doctor` (diagnosis) and `trainlab.measure` (exercise checks, t
 
 import math
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -40,13 +41,17 @@ from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
 DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
-CAPTURE_STEPS = 16  # batches whose (input features, targets) are kept for the label test
-KEEP_BATCHES = 2  # whole batches kept for experiments (overfit one batch, LR range test)
+CAPTURE_STEPS = 17  # batches whose (input features, targets) are kept for the label test
+KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
 HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
 
 
 class StopTraining(BaseException):
     """Raised inside the script once the probe has seen enough steps."""
+
+
+class _GraphMarker:
+    """Placed in a loss's grad_fn metadata; see Probe._mark_graph."""
 
 
 class SavedBytes:
@@ -62,22 +67,32 @@ class SavedBytes:
 
     def __init__(self):
         self.total = 0
+        self.step = 0  # the step whose forward/backward is running (tags what graphs save)
         self._held = {}  # storage key -> [holders alive, bytes]
+        self.alive_by_step = {}  # step -> holders alive that its graphs saved
 
     def pack(self, tensor):
         return _Saved(tensor.detach(), self)
+
+    def steps_alive(self, before):
+        """How many steps before `before` still have a live graph (saved tensors not released)."""
+        return sum(1 for step, alive in self.alive_by_step.items() if alive and step < before)
 
     @staticmethod
     def unpack(saved):
         return saved.tensor
 
-    def acquire(self, key, nbytes):
+    def acquire(self, key, nbytes, step):
         held = self._held.setdefault(key, [0, nbytes])
         if held[0] == 0:
             self.total += nbytes
         held[0] += 1
+        self.alive_by_step[step] = self.alive_by_step.get(step, 0) + 1
 
-    def release(self, key):
+    def release(self, key, step):
+        self.alive_by_step[step] -= 1
+        if not self.alive_by_step[step]:
+            del self.alive_by_step[step]
         held = self._held[key]
         held[0] -= 1
         if held[0] == 0:
@@ -88,19 +103,19 @@ class SavedBytes:
 class _Saved:
     """What a graph keeps for one saved tensor; its death means the graph let go."""
 
-    __slots__ = ("tensor", "key", "owner", "__weakref__")
+    __slots__ = ("tensor", "key", "owner", "step", "__weakref__")
 
     def __init__(self, tensor, owner):
-        self.tensor, self.owner = tensor, owner
+        self.tensor, self.owner, self.step = tensor, owner, owner.step
         try:
             storage = tensor.untyped_storage()
             self.key, nbytes = (tensor.device, storage.data_ptr()), storage.nbytes()
         except (RuntimeError, NotImplementedError):  # tensors without a plain storage (sparse, nested)
             self.key, nbytes = id(self), tensor.numel() * tensor.element_size()
-        owner.acquire(self.key, nbytes)
+        owner.acquire(self.key, nbytes, self.step)
 
     def __del__(self):
-        self.owner.release(self.key)
+        self.owner.release(self.key, self.step)
 
 
 @dataclass
@@ -147,6 +162,7 @@ class Curves:
     grad_norms: list = field(default_factory=list)  # at optimizer.step (after any clipping), inspected steps
     clip_ratios: list = field(default_factory=list)  # per clip_grad_*_ call: gradient norm after / before
     batch_accs: list = field(default_factory=list)  # only for live plots (one extra read per step)
+    batch_acc_tensors: list = field(default_factory=list)  # per training loss call, on the device: read at the end
 
 
 @dataclass
@@ -157,9 +173,10 @@ class Captured:
     root_input: dict = None  # statistics of its first input
     init_weights: dict = field(default_factory=dict)  # weight-tensor name -> std at the first call
     init_state: dict = None  # a copy of its state dict at the first call
+    param_names: dict = field(default_factory=dict)  # id(parameter) -> its name in the model (module path)
     features: list = field(default_factory=list)  # label-test features of the first CAPTURE_STEPS batches
     targets: list = field(default_factory=list)  # their targets
-    batches: list = field(default_factory=list)  # the first KEEP_BATCHES whole inputs
+    batches: list = field(default_factory=list)  # the first KEEP_BATCHES whole inputs (paired with targets)
 
 
 @dataclass
@@ -172,11 +189,18 @@ class Seen:
     first_nonfinite: dict = None  # the first module that made inf/NaN from finite inputs
     root_finite: list = field(default_factory=list)  # per step: was the model's output finite?
     used_params: dict = field(default_factory=dict)  # id -> parameter the forward pass used
+    used_without_grad: dict = field(default_factory=dict)  # id -> parameter used under no_grad inside a training forward
+    after_backward: list = field(default_factory=list)  # per inspected backward: gradient coverage of the parameters
+    update_ratios: list = field(default_factory=list)  # per inspected step: parameter name -> |delta w| / |w|
     optimizers: list = field(default_factory=list)
     grad_stats: list = field(default_factory=list)  # per step: parameters, with grad, zero grads, norm
     stale_grads: list = field(default_factory=list)  # per step: non-zero gradients left at its first backward?
     probabilities_into_loss: int = 0  # cross-entropy calls whose input rows look like probabilities
     saved_after_step: list = field(default_factory=list)  # autograd graph bytes held after each step
+    graphs_alive_after_step: list = field(default_factory=list)  # earlier steps whose graph is still alive
+    losses_alive_after_step: list = field(default_factory=list)  # earlier steps' loss tensors still alive (weakrefs)
+    graph_nodes_alive_after_step: list = field(default_factory=list)  # earlier steps' loss grad_fn still alive
+    compile_calls: int = 0  # torch.compile calls the probe turned into no-ops
 
 
 class Probe:
@@ -199,6 +223,10 @@ class Probe:
         self._depth = 0  # module call nesting depth
         self._forward_start = self._step_start = 0.0
         self._handles, self._saved_hooks, self._originals = [], None, {}
+        self._loss_refs = []  # (step, weak reference to the loss tensor backward() was called on)
+        self._graph_refs = []  # (step, weak reference to a marker stored in that loss's grad_fn)
+        self._before_update = {}  # parameter -> its value before an inspected optimizer step
+        self._in_training_forward = False  # inside the root model's forward with gradients enabled
 
     # Shortcuts for what the experiments, the checks and the live plots read.
     losses = property(lambda self: self.curves.losses)
@@ -224,6 +252,10 @@ class Probe:
         self._patch(F, "nll_loss", self._wrap_loss)
         self._patch(torch.nn.utils, "clip_grad_norm_", self._wrap_clip)
         self._patch(torch.nn.utils, "clip_grad_value_", self._wrap_clip)
+        # torch.compile: compiled code hides the modules and tensors the probe watches, and compiling
+        # costs more than a short diagnostic run; the script runs eagerly and the report says so
+        self._patch(torch, "compile", self._wrap_compile)
+        self._patch(torch.nn.Module, "compile", self._wrap_module_compile)
         self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self.saved.pack, SavedBytes.unpack)
         self._saved_hooks.__enter__()
         return self
@@ -282,8 +314,15 @@ class Probe:
                 with probe.internal():
                     probe.seen.stale_grads.append(probe._grads_left_over())
             probe._fresh_step = False
+            if inspect:
+                probe._loss_refs.append((probe.steps, weakref.ref(tensor)))
+                probe._mark_graph(tensor)
             with probe.computing():
-                return original(tensor, *args, **kwargs)
+                result = original(tensor, *args, **kwargs)
+            if inspect and probe.captured.root is not None:
+                with probe.internal(), torch.no_grad():
+                    probe.seen.after_backward.append(probe._gradient_coverage(tensor))
+            return result
 
         return backward
 
@@ -343,12 +382,36 @@ class Probe:
                         probe.seen.probabilities_into_loss += 1
                     if len(probe.captured.targets) < CAPTURE_STEPS:
                         probe.captured.targets.append(target.detach().cpu())
-            if probe.live_curves and input.ndim == 2 and target.ndim == 1 and len(input) == len(target):
+            if (input.ndim == 2 and target.ndim == 1 and len(input) == len(target) and torch.is_grad_enabled()
+                    and not target.is_floating_point()):
                 with probe.internal(), torch.no_grad():
-                    probe.curves.batch_accs.append(float((input.argmax(1) == target).float().mean()))
+                    correct = (input.detach().argmax(1) == target).float().mean()
+                    if probe.live_curves:
+                        probe.curves.batch_accs.append(float(correct))
+                    elif len(probe.curves.batch_acc_tensors) <= probe.max_steps:
+                        probe.curves.batch_acc_tensors.append(correct)  # read once, after the run
             return original(input, target, *args, **kwargs)
 
         return loss
+
+    def _wrap_compile(self, original):
+        probe = self
+
+        def compile(model=None, **kwargs):
+            probe.seen.compile_calls += 1
+            if model is None:  # @torch.compile(mode=...) used as a decorator factory
+                return lambda fn: fn
+            return model
+
+        return compile
+
+    def _wrap_module_compile(self, original):
+        probe = self
+
+        def compile(module, *args, **kwargs):
+            probe.seen.compile_calls += 1
+
+        return compile
 
     def _wrap_clip(self, original):
         """Gradient clipping: how much of the gradient's norm each call keeps."""
@@ -382,13 +445,19 @@ class Probe:
                 if self.steps < DETAIL_STEPS:
                     self.seen.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
                                                  "zero": sum(int(not g.any()) for g in grads)})
+                    self._before_update = {p: p.detach().clone() for p in params}
         self._step_start = time.perf_counter()
 
     def _after_step(self, optimizer, args, kwargs):
         self._internal -= 1
         now = time.perf_counter()
         self.clock.compute += now - self._step_start
+        if self._before_update:
+            with self.internal(), torch.no_grad():
+                self.seen.update_ratios.append(self._update_ratios())
+            self._before_update = {}
         self.steps += 1
+        self.saved.step = self.steps
         if self.on_step is not None:
             with self.internal():
                 self.on_step(self)
@@ -396,6 +465,12 @@ class Probe:
         self._fresh_step = True
         self.clock.close_step(now)
         self.seen.saved_after_step.append(self.saved.total)
+        if self.steps <= 2 * DETAIL_STEPS:
+            self.seen.graphs_alive_after_step.append(self.saved.steps_alive(self.steps))
+            self.seen.losses_alive_after_step.append(sum(1 for step, ref in self._loss_refs
+                                                         if step < self.steps - 1 and ref() is not None))
+            self.seen.graph_nodes_alive_after_step.append(sum(1 for step, ref in self._graph_refs
+                                                              if step < self.steps - 1 and ref() is not None))
         if self.steps >= self.max_steps or now - self.start > self.time_limit_s:
             self._done = True
 
@@ -405,6 +480,45 @@ class Probe:
 
     def _optimized_params(self):
         return [p for o in self.seen.optimizers for g in o.param_groups for p in g["params"]]
+
+    def _name(self, param):
+        return self.captured.param_names.get(id(param), "<a parameter outside the model>")
+
+    def _mark_graph(self, loss):
+        """Store a marker in the loss's grad_fn: it lives as long as the graph's nodes do, so a weak
+        reference to it shows a graph kept by anything (a list of losses, a running sum), after
+        backward() freed the graph's saved tensors. Nodes take no weak references themselves."""
+        try:
+            marker = _GraphMarker()
+            loss.grad_fn.metadata["trainlab_doctor"] = marker
+            self._graph_refs.append((self.steps, weakref.ref(marker)))
+        except (AttributeError, RuntimeError, TypeError):  # a leaf loss, or a node without metadata
+            pass
+
+    def _gradient_coverage(self, loss):
+        """After a backward: which of the model's parameters that need a gradient got none (None),
+        or an identically zero one; and whether the loss was a leaf (made by requires_grad_())."""
+        root = self.captured.root
+        missing, zero, frozen, total = [], [], [], 0
+        for name, p in root.named_parameters():
+            total += 1
+            if not p.requires_grad:
+                frozen.append(name)
+            elif p.grad is None:
+                missing.append(name)
+            elif not p.grad.any():
+                zero.append(name)
+        return {"params": total, "missing": missing, "zero": zero, "frozen": frozen,
+                "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
+
+    def _update_ratios(self):
+        """|delta w| / |w| of each parameter this optimizer step changed (or failed to change)."""
+        ratios = {}
+        for p, before in self._before_update.items():
+            norm = float(before.float().norm())
+            if norm > 0 and p.ndim > 1:  # weight matrices and kernels: biases and norms start at 0 or 1
+                ratios[self._name(p)] = float((p.detach().float() - before.float()).norm()) / norm
+        return ratios
 
     def _grads_left_over(self):
         """True if parameters hold non-zero gradients when a step's first backward starts."""
@@ -424,14 +538,16 @@ class Probe:
                     captured.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
                                              for n, p in module.named_parameters() if p.ndim > 1}
                     captured.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        if outermost and module is captured.root and torch.is_grad_enabled() and len(captured.features) < CAPTURE_STEPS:
+                    captured.param_names = {id(p): n for n, p in module.named_parameters()}
+        if outermost and module is captured.root and torch.is_grad_enabled() and len(captured.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
-            if x is not None and x.is_floating_point() and x.ndim == 4:
+            if x is not None and x.is_floating_point() and x.ndim >= 2:
                 with self.internal(), torch.no_grad():
-                    captured.features.append(image_features(x.detach().float()).cpu())
-                    if len(captured.batches) < KEEP_BATCHES:
-                        captured.batches.append(x.detach().clone())
+                    if x.ndim == 4:
+                        captured.features.append(image_features(x.detach().float()).cpu())
+                    captured.batches.append(x.detach().clone())
         if outermost and module is captured.root:
+            self._in_training_forward = torch.is_grad_enabled()
             self._forward_start = time.perf_counter()
             self.clock.computing += 1
         self._depth += 1
@@ -442,7 +558,11 @@ class Probe:
         if is_root:
             self.clock.compute += time.perf_counter() - self._forward_start
             self.clock.computing -= 1
+            self._in_training_forward = False
         if not torch.is_grad_enabled():
+            if self._in_training_forward and self.steps < DETAIL_STEPS:  # a sub-module run under no_grad
+                for p in module.parameters(recurse=False):
+                    self.seen.used_without_grad[id(p)] = p
             return
         out = output if isinstance(output, torch.Tensor) else None
         if self.watch_finite and out is not None and out.is_floating_point():
@@ -524,22 +644,83 @@ class Probe:
             "grad_stats": seen.grad_stats, "stale_grads": seen.stale_grads,
             "optimizers": [_describe(o) for o in seen.optimizers],
             "init_weight_std": self.captured.init_weights,
-            **self._batch_contents(),
+            "batch_acc": curves.batch_accs or [float(a) for a in curves.batch_acc_tensors],
+            "graphs_alive_after_step": seen.graphs_alive_after_step,
+            "losses_alive_after_step": seen.losses_alive_after_step,
+            "graph_nodes_alive_after_step": seen.graph_nodes_alive_after_step,
+            "compile_calls": seen.compile_calls,
+            **self._gradient_flow(), **self._update_sizes(), **self._batch_contents(),
         }
+
+    def _gradient_flow(self):
+        """Parameters that got no gradient (None) or an identically zero one after every inspected
+        backward, grouped by module path; parameters frozen (requires_grad False); backwards whose
+        loss was a leaf tensor or reached no parameter at all."""
+        seen = self.seen.after_backward
+        if not seen:
+            return {"gradient_flow": None}
+        no_grad_modules = sorted({_module_of(self._name(p)) for p in self.seen.used_without_grad.values()})
+        never = set(seen[0]["missing"]) | set(seen[0]["zero"])
+        for coverage in seen[1:]:
+            never &= set(coverage["missing"]) | set(coverage["zero"])
+        used = {self._name(p) for p in self.seen.used_params.values()} | \
+            {self._name(p) for p in self.seen.used_without_grad.values()}
+        never_used = [n for n in never if n not in used]
+        never = sorted(n for n in never if n in used)
+        optimized = {self._name(p) for p in self._optimized_params()}
+        frozen = seen[-1]["frozen"]
+        return {"gradient_flow": {
+            "backwards_checked": len(seen), "params": seen[-1]["params"],
+            "no_gradient": never, "no_gradient_modules": _modules(never),
+            "none_gradient": sorted(n for n in never if n in seen[-1]["missing"]),
+            "frozen": frozen, "frozen_modules": _modules(frozen),
+            "frozen_in_optimizer": sorted(n for n in frozen if n in optimized),
+            "run_without_grad_modules": no_grad_modules,
+            "unused_params": len(never_used),
+            "all_missing_backwards": sum(1 for c in seen if len(c["missing"]) + len(c["zero"]) + len(c["frozen"])
+                                         == c["params"]),
+            "loss_leaf_backwards": sum(1 for c in seen if c["loss_is_leaf"] and c["loss_requires_grad"]),
+        }}
+
+    def _update_sizes(self):
+        """|delta w| / |w| per weight tensor per inspected step: the median over steps per tensor,
+        and the median over tensors (healthy training sits near 1e-3)."""
+        steps = self.seen.update_ratios
+        names = list(dict.fromkeys(n for step in steps for n in step))
+        per_param = {n: _median_float([step[n] for step in steps if n in step]) for n in names}
+        return {"update_ratios": per_param,
+                "update_ratio_median": _median_float(list(per_param.values())) if per_param else None,
+                "update_ratio_steps": len(steps)}
 
     def _batch_contents(self):
         """What the first CAPTURE_STEPS training batches held: their size, the fewest classes in
         one batch, and how many of them were distinct batches."""
         captured, outputs = self.captured, self.seen.root_outputs
         targets = [t for t in captured.targets if t.ndim == 1 and len(t) > 1]
+        views = captured.features or captured.batches  # images: translation-invariant features (augmented crops)
         return {"batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
                 "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
-                "batches_seen": len(captured.features),
-                "distinct_batches": len({f.flatten()[:256].numpy().tobytes() for f in captured.features})}
+                "batches_seen": len(views),
+                "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views})}
 
 
 def _median(values):
     return sorted(values)[len(values) // 2] if values else 0
+
+
+def _median_float(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[(n - 1) // 2] + values[n // 2]) / 2 if values else None
+
+
+def _module_of(name):
+    """conv1.weight -> conv1; a parameter directly on the root -> <root>."""
+    return name.rsplit(".", 1)[0] if "." in name else "<root>"
+
+
+def _modules(names):
+    return list(dict.fromkeys(_module_of(n) for n in names))
 
 
 def _mean(values):

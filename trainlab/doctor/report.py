@@ -1,10 +1,12 @@
 """The doctor's report: findings ranked by severity, as text, HTML and JSON.
 
-JSON schema (`python -m trainlab.doctor train.py --json out.json`):
+JSON schema (`python -m trainlab.doctor --json out.json train.py`):
 
     {
+      "schema_version": 2,
       "script": str, "args": [str], "steps": int, "wall_s": float,
       "symptoms": ["no-convergence" | "nan" | "slow" | "memory" | "crash", ...],
+      "symptom_evidence": {symptom: str},      # the numbers behind each symptom
       "crash": null | {"error": str, "where": str, "traceback": str},
       "root_causes": [cause id, ...],          # the critical findings (else the warnings)
       "findings": [{
@@ -23,6 +25,7 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
+SCHEMA_VERSION = 2  # 2: symptom_evidence, options before the script path, gradient flow and control run
 SEVERITIES = ("critical", "warning", "info")
 CATEGORIES = ("data", "model", "loss", "optimizer", "device", "precision", "run")
 
@@ -47,6 +50,7 @@ class Report:
     findings: list  # of Finding, ranked
     crash: dict | None = None
     measurements: dict = field(default_factory=dict)
+    symptom_evidence: dict = field(default_factory=dict)
 
     @property
     def root_causes(self):
@@ -60,7 +64,7 @@ class Report:
         return min((SEVERITIES.index(f.severity) for f in self.findings), default=len(SEVERITIES))
 
     def to_dict(self):
-        data = asdict(self)
+        data = {"schema_version": SCHEMA_VERSION, **asdict(self)}
         data["root_causes"] = self.root_causes
         return data
 
@@ -69,7 +73,7 @@ class Report:
 
     @classmethod
     def from_dict(cls, data):
-        data = {k: v for k, v in data.items() if k != "root_causes"}
+        data = {k: v for k, v in data.items() if k not in ("root_causes", "schema_version")}
         data["findings"] = [Finding(**f) for f in data["findings"]]
         return cls(**data)
 
@@ -77,6 +81,7 @@ class Report:
         lines = [f"trainlab doctor: {self.script} {' '.join(self.args)}".rstrip(),
                  f"ran {self.steps} optimizer steps in {self.wall_s:.1f} s; "
                  f"symptoms: {', '.join(self.symptoms) or 'none seen'}"]
+        lines += [f"  {symptom}: {text}" for symptom, text in self.symptom_evidence.items()]
         if self.crash:
             lines += [f"CRASH at {self.crash['where']}: {self.crash['error']}"]
         if self.root_causes:

@@ -9,6 +9,7 @@ so that healthy loops (the reference loop, the healthy test scripts) raise nothi
 
 import math
 
+from trainlab.doctor import trend
 from trainlab.doctor.report import Finding
 
 NAN = "nan"
@@ -16,6 +17,12 @@ NAN = "nan"
 DATA_WAIT_SHARE = 0.3  # of a step spent waiting for the next batch: "slow", data-loader-starves
 HOST_READS_PER_STEP = 16  # host reads (device syncs) per step: "slow", host-syncs-in-loop
 GRAPH_GROWTH_BYTES = 1e6  # autograd graph memory kept alive, growth per step: "memory", graph-kept-alive
+
+
+UPDATE_RATIO_LOW = 1e-5  # |delta w| / |w| per step, median over weight tensors: healthy runs sit near 1e-3
+UPDATE_RATIO_HIGH = 0.1
+CLIP_KEEPS_LITTLE = 0.1  # clipping that keeps under a tenth of the gradient's norm, step after step
+GRAPHS_ALIVE = 3  # earlier steps whose autograd graphs are all still alive: something keeps them
 
 
 def symptoms(m, x):
@@ -26,19 +33,45 @@ def symptoms(m, x):
         found.append("no-convergence")
     if m["data_wait_share"] > DATA_WAIT_SHARE or m["host_reads_per_step"] > HOST_READS_PER_STEP:
         found.append("slow")
-    if m["saved_growth_per_step"] > GRAPH_GROWTH_BYTES:
+    if m["saved_growth_per_step"] > GRAPH_GROWTH_BYTES or _graphs_pile_up(m):
         found.append("memory")
     return found
 
 
+def symptom_evidence(m, found):
+    """{symptom: the numbers behind it}, for the report's first lines."""
+    notes, c = {}, m.get("convergence") or {}
+    if "no-convergence" in found and "first_window_loss" in c:
+        text = (f"over {c['steps']} steps the loss went {c['first_window_loss']:.3f} -> {c['last_window_loss']:.3f} "
+                f"(medians of the first and last {c['window']}), trend {c['slope_per_100_steps']:+.3f} per 100 steps, "
+                f"noise {c['noise']:.3f}")
+        if "last_window_batch_acc" in c:
+            text += f"; batch accuracy {c['last_window_batch_acc']:.1%} against chance {c['chance']:.1%}"
+        notes["no-convergence"] = text
+    if NAN in found:
+        step = _first_nonfinite_step(m)
+        notes[NAN] = f"the loss is non-finite from step {step}" if step else "a non-finite loss"
+    if "slow" in found:
+        notes["slow"] = (f"{1e3 * m['step_s']:.0f} ms per step, {m['data_wait_share']:.0%} waiting for data, "
+                         f"{m['host_reads_per_step']} host reads per step")
+    if "memory" in found:
+        alive = (m.get("graphs_alive_after_step") or [0])[-1]
+        notes["memory"] = (f"graph memory grows {m['saved_growth_per_step'] / 1e6:.1f} MB per step; graphs of {alive} "
+                           "earlier steps still alive")
+    return notes
+
+
 def _not_learning(m):
-    losses = [v for v in m["losses"] if math.isfinite(v)]
-    if len(losses) < 40:
-        return False
-    k = max(len(losses) // 5, 10)
-    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
-    spiked = max(losses[:k]) > 3 * losses[0]  # blew up, then fell back to chance: not learning either
-    return (last > first - 0.05 or spiked) and last > 0.95 * math.log(m.get("classes") or 10)  # flat near chance
+    """No fall beyond the loss's own noise and no batch accuracy above chance (trend.convergence)."""
+    verdict = m.get("convergence") or trend.convergence(m["losses"])
+    return verdict.get("learning") is False
+
+
+def _graphs_pile_up(m, key="graphs_alive_after_step"):
+    """Earlier steps' graphs still alive, more of them as steps go by: with the default key, graphs
+    whose saved tensors (activations) are alive; with graph_nodes_alive_after_step, their nodes."""
+    alive = m.get(key) or []
+    return len(alive) >= 5 and alive[-1] >= GRAPHS_ALIVE and alive[-1] > alive[1]
 
 
 def _first_nonfinite_step(m):
@@ -210,7 +243,9 @@ def optimizer_never_steps(m, x):
 def zero_grad_before_step(m, x):
     norms = m["grad_norms"][:8]
     elsewhere = m["params_not_optimized"]  # the forward pass uses parameters no optimizer holds: another cause
-    if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere:
+    flow = m.get("gradient_flow") or {}
+    no_backward_grads = flow.get("backwards_checked") and flow["all_missing_backwards"] >= flow["backwards_checked"] - 1
+    if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere and not no_backward_grads:
         return Finding("critical", "optimizer", "zero-grad-before-step",
                        f"every gradient is zero when optimizer.step() runs ({len(norms)} steps checked)",
                        {"grad_norm_at_step": 0.0, "steps_checked": len(norms)},
@@ -296,19 +331,186 @@ def batch_too_small(m, x):
 
 
 def graph_kept_alive(m, x):
-    growth = m["saved_growth_per_step"]
-    if growth > GRAPH_GROWTH_BYTES:
-        return Finding("critical", "device", "graph-kept-alive",
-                       f"autograd graph memory grows by {growth / 1e6:.1f} MB every step",
-                       {"growth_bytes_per_step": growth, "held_bytes_last_step": m["saved_bytes_after_step"][-1]},
-                       "do not keep loss tensors (use loss.item() / .detach()) and drop retain_graph=True")
+    """Graphs of earlier steps kept alive: with their saved tensors (retain_graph, or no backward:
+    memory grows by a step's activations) - critical; or only their nodes, after backward freed the
+    saved tensors (a list of loss tensors, total += loss: a slow leak) - a warning. What keeps them
+    is told apart by weak references to the losses themselves."""
+    growth, alive = m["saved_growth_per_step"], m.get("graphs_alive_after_step") or []
+    nodes = m.get("graph_nodes_alive_after_step") or []
+    heavy = growth > GRAPH_GROWTH_BYTES or _graphs_pile_up(m)
+    if heavy or _graphs_pile_up(m, "graph_nodes_alive_after_step"):
+        losses_alive = (m.get("losses_alive_after_step") or [0])[-1]
+        steps = len(nodes) or len(alive)
+        kept = max(alive[-1] if alive else 0, nodes[-1] if nodes else 0)
+        held_by = (f"the loss tensors of {losses_alive} earlier steps are still referenced (a list or dict of losses)"
+                   if losses_alive >= GRAPHS_ALIVE else
+                   "no earlier loss tensor is referenced: a running sum or other tensor built from them holds the graphs")
+        what = ("with their saved activations" if heavy else
+                "(their nodes; backward() freed the saved activations, so memory grows slowly)")
+        return Finding("critical" if heavy else "warning", "device", "graph-kept-alive",
+                       f"the autograd graphs of {kept} earlier steps are still alive after step {steps} {what}; "
+                       f"{held_by}",
+                       {"graphs_alive_after_step": kept, "steps_checked": steps,
+                        "loss_tensors_alive": losses_alive, "growth_bytes_per_step": growth,
+                        "held_bytes_last_step": m["saved_bytes_after_step"][-1]},
+                       "accumulate metrics with loss.item() or loss.detach(), keep no loss/output tensors across "
+                       "steps, and drop retain_graph=True")
+
+
+# ---------------------------------------------------------------- gradient flow and update sizes
+def parameters_get_no_gradient(m, x):
+    """Parameters the forward pass uses that an optimizer holds, yet no backward ever reaches."""
+    flow = m.get("gradient_flow")
+    if not flow or flow["backwards_checked"] < 3 or _no_gradient_at_all(flow):
+        return None
+    constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())
+    if constant or max(m["dead_relu"], default=0.0) > 0.9:  # symmetric or dead units explain zero gradients
+        return None
+    cut = flow["no_gradient"]
+    frozen = flow["frozen_in_optimizer"]
+    if not cut and not frozen:
+        return None
+    modules = list(dict.fromkeys(flow["no_gradient_modules"] + [n.rsplit(".", 1)[0] for n in frozen]))
+    how = []
+    if frozen:
+        how.append(f"{len(frozen)} frozen (requires_grad=False) but in the optimizer")
+    if flow["run_without_grad_modules"]:
+        how.append(f"run under torch.no_grad(): {', '.join(flow['run_without_grad_modules'][:6])}")
+    if cut and not flow["run_without_grad_modules"]:
+        how.append("cut from the graph before the loss (a .detach(), .data or a no_grad region)")
+    # layers frozen on purpose (fine-tuning) are often left in the optimizer: harmless while the run learns
+    severity = "critical" if cut or _not_learning(m) else "info"
+    return Finding(severity, "model", "parameters-get-no-gradient",
+                   f"{len(set(cut) | set(frozen))} of {flow['params']} parameter tensors never get a gradient "
+                   f"({flow['backwards_checked']} backwards checked): {', '.join(modules[:6])}",
+                   {"modules": ", ".join(modules[:12]), "tensors_without_gradient": len(set(cut) | set(frozen)),
+                    "params": flow["params"], "how": "; ".join(how)},
+                   "find where the gradient stops: remove the .detach()/no_grad, or the requires_grad_(False), on "
+                   "the layers you mean to train")
+
+
+def _no_gradient_at_all(flow):
+    return flow["loss_leaf_backwards"] > 0 or flow["all_missing_backwards"] >= flow["backwards_checked"]
+
+
+def loss_not_differentiable(m, x):
+    flow = m.get("gradient_flow")
+    if not flow or not flow["backwards_checked"] or not _no_gradient_at_all(flow):
+        return None
+    losses = [v for v in m["losses"] if math.isfinite(v)]
+    varies = len(losses) >= 2 and max(losses) > min(losses)
+    leaf = flow["loss_leaf_backwards"]
+    return Finding("critical", "loss", "loss-not-differentiable",
+                   (f"backward() ran on a loss that is a leaf tensor ({leaf} of {flow['backwards_checked']} checked): "
+                    "it was made with requires_grad_() or torch.tensor(...), not computed from the model")
+                   if leaf else
+                   f"no parameter got a gradient in {flow['all_missing_backwards']} backwards"
+                   + (" while the loss varies" if varies else ""),
+                   {"loss_leaf_backwards": leaf, "backwards_without_any_gradient": flow["all_missing_backwards"],
+                    "backwards_checked": flow["backwards_checked"], "loss_varies": varies},
+                   "compute the loss from the model's output with differentiable ops (no argmax, .item(), "
+                   ".detach() or torch.tensor() on the way); never silence 'does not require grad' with "
+                   "requires_grad_()")
+
+
+def update_sizes(m, x):
+    """|delta w| / |w| per weight tensor per step: tiny updates starve learning, huge ones wreck it."""
+    ratio, per_layer = m.get("update_ratio_median"), m.get("update_ratios") or {}
+    if ratio is None or not m["steps"]:
+        return None
+    smallest = min(per_layer, key=per_layer.get)
+    largest = max(per_layer, key=per_layer.get)
+    evidence = {"update_ratio_median": ratio, "smallest": f"{smallest} {per_layer[smallest]:.2g}",
+                "largest": f"{largest} {per_layer[largest]:.2g}", "steps_checked": m["update_ratio_steps"]}
+    title = f"each step changes the weights by {ratio:.2g} of their norm (median over {len(per_layer)} weight tensors)"
+    clipped = _clipping_keeps(m)
+    stuck = _not_learning(m)
+    if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
+        lr = m["lr"][0] if m["lr"] else None
+        evidence["lr"] = lr
+        return Finding("critical", "optimizer", "lr-too-low", title + "; healthy training sits near 1e-3",
+                       evidence, "raise the learning rate (an LR range test shows where the loss starts to fall)")
+    if ratio > UPDATE_RATIO_HIGH and stuck:
+        return Finding("critical", "optimizer", "lr-too-high", title + "; healthy training sits near 1e-3",
+                       evidence, "lower the learning rate (an LR range test shows where the loss diverges)")
+    return Finding("info", "optimizer", "update-sizes", title, evidence, "")
+
+
+def _clipping_keeps(m):
+    """Median share of the gradient's norm the script's clipping keeps (None: no clipping seen)."""
+    ratios = sorted(m.get("clip_ratios") or [])
+    return ratios[len(ratios) // 2] if ratios else None
+
+
+def clipping_too_tight(m, x):
+    keeps = _clipping_keeps(m)
+    norms = [g for g in m["grad_norms"][:8] if g > 0 and math.isfinite(g)]
+    pinned = len(norms) >= 4 and (max(norms) - min(norms)) <= 1e-3 * max(norms)
+    if keeps is None and not pinned:
+        return None
+    evidence = {"norm_kept": keeps, "grad_norm_at_step": norms[-1] if norms else None, "norm_pinned": pinned}
+    if keeps is not None and keeps < CLIP_KEEPS_LITTLE and _not_learning(m):
+        return Finding("critical", "optimizer", "clipping-too-tight",
+                       f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step "
+                       f"(to {norms[-1] if norms else 0:.2g})", evidence,
+                       "clip at a norm the healthy gradients rarely exceed (log the norm before clipping; 1.0 is usual)")
+    if pinned and keeps is None and _not_learning(m):
+        return Finding("warning", "optimizer", "clipping-too-tight",
+                       f"the gradient norm at every step is pinned at {norms[-1]:.3g}: something rescales it "
+                       "(hand-written clipping?)", evidence, "log the gradient norm before and after any rescaling")
+    if keeps is not None:
+        return Finding("info", "optimizer", "gradient-clipping",
+                       f"gradient clipping keeps {keeps:.0%} of the gradient's norm at the median step", evidence, "")
+
+
+# ---------------------------------------------------------------- run
+def control_run(m, x):
+    """The differential diagnosis: the script's own model and batches in a known-good loop."""
+    c = x.get("control")
+    if not c:
+        return None
+    verdict = m.get("convergence") or {}
+    script = (f"the script's loss went {verdict['first_window_loss']:.3f} -> {verdict['last_window_loss']:.3f}"
+              if "first_window_loss" in verdict else "")
+    control = (f"the control run (AdamW lr {c['lr']:g}, cross-entropy on the logits, {c['steps']} steps on "
+               f"{c['train_batches']} captured batches) took held-out loss {c['held_out_loss_before']:.3f} -> "
+               f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
+               f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; predicting the class frequencies scores "
+               f"{c['prior_loss']:.3f})")
+    if not _not_learning(m):
+        where = "the script learns; for comparison"
+    elif c["learns"]:
+        where = "the fault is in the training loop (loss, optimizer, schedule, clipping, precision), not in the data or model"
+    else:
+        where = "the control fails too: the fault is in the data or the model (or they need more steps than this)"
+    return Finding("info", "run", "control-run", f"{where}: {control}" + (f"; {script}" if script else ""),
+                   {k: c[k] for k in ("held_out_loss_before", "held_out_loss_after", "held_out_acc_before",
+                                      "held_out_acc_after", "chance", "prior_loss", "learns")}
+                   | {"control_train_loss": _curve(c["train_losses"]), "script_loss": _curve(m["losses"])}, "")
+
+
+def _curve(losses, points=5):
+    """A loss curve in a few numbers: evenly spaced points, first and last included."""
+    if not losses:
+        return ""
+    marks = sorted({round(i * (len(losses) - 1) / (points - 1)) for i in range(points)})
+    return " -> ".join(f"{losses[i]:.3f}" for i in marks)
+
+
+def compile_disabled(m, x):
+    if m.get("compile_calls"):
+        return Finding("info", "run", "compile-disabled",
+                       f"torch.compile was called {m['compile_calls']} time(s); the doctor ran the model eagerly",
+                       {"compile_calls": m["compile_calls"]},
+                       "if the bug only shows compiled, run the script with TORCH_LOGS=recompiles,graph_breaks")
 
 
 RULES = [inputs_not_normalised, batches_of_one_class, same_batch_every_step, labels_misaligned, bad_initialisation,
          dead_units, loss_at_init, cannot_overfit, probabilities_into_loss, unstable_loss, params_not_in_optimizer,
          missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high, lr_far_above_range, optimizer_never_steps,
          weight_decay_too_high, fp16_master_weights, float64_compute, data_loader_starves, host_syncs, batch_too_small,
-         graph_kept_alive]
+         graph_kept_alive, parameters_get_no_gradient, loss_not_differentiable, update_sizes, clipping_too_tight,
+         control_run, compile_disabled]
 
 
 def findings(m, x):

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from trainlab import doctor, labs
-from trainlab.display import say
+from trainlab.display import say, table
 
 STEPS = 60  # optimizer steps of the instrumented run: enough for every experiment below (notebooks
 # set it lower for smoke runs)
@@ -275,9 +275,9 @@ def symptom(lab):
 def checklist(lab):
     """Run every experiment on the lab and show the results as one table (all logged as evidence)."""
     found = [run(lab, experiment, show=False) for experiment in EXPERIMENTS]
-    rows = ["| experiment | what it tests | result |", "|---|---|---|"]
-    rows += [f"| `{e.experiment}` | {EXPERIMENTS[e.experiment].question} | {e.result} |" for e in found]
-    say(f"**The checklist's experiments on `{labs.resolve(lab)}`** (as shipped, {STEPS} steps)\n\n" + "\n".join(rows))
+    rows = table([{"experiment": e.experiment, "what it tests": EXPERIMENTS[e.experiment].question, "result": e.result}
+                  for e in found])  # escaped: results quote |Δw|/|w| and module names with underscores
+    say(f"**The checklist's experiments on `{labs.resolve(lab)}`** (as shipped, {STEPS} steps)\n\n" + rows.markdown)
     return found
 
 

@@ -148,11 +148,6 @@ def lr_suggestion(lrs, losses):
     return result | {"rule": "too flat: the loss neither falls nor diverges over the range"}
 
 
-def suggest_lr(lrs, losses):
-    """The suggested peak learning rate of lr_suggestion, or None."""
-    return lr_suggestion(lrs, losses)["lr"]
-
-
 def _mad(values):
     """1.4826 x median absolute deviation: a standard deviation that ignores outliers."""
     if not values:

@@ -1,11 +1,13 @@
 """The doctor: the debugging checklist made executable, for any plain PyTorch script.
 
     python -m trainlab.doctor --json report.json labs/debugging/nc_7.py     # from a shell
+    python -m trainlab.doctor --nproc-per-node 2 labs/fsdp/train.py          # a multi-rank script
     report = trainlab.doctor.diagnose("train.py")                        # from a notebook
 
 It runs the script unmodified for a bounded number of steps, instruments it from outside
 (probe.py), runs the quick experiments that apply (experiments.py), applies the checklist
-(rules.py) and ranks the findings (report.py). Notebook 01 is built around it.
+(rules.py) and ranks the findings (report.py). With --nproc-per-node it runs the script on N
+ranks under torchrun and compares them (multirank.py). Notebook 01 is built around it.
 """
 
 import json
@@ -19,16 +21,18 @@ from trainlab.doctor.report import Finding, Report  # noqa: F401
 USED = []  # resolved paths of the scripts diagnosed in this kernel (a diagnosis records it as help used)
 
 
-def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False):
-    """Diagnose a script file (or source text) in a child process; return its Report."""
+def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
+             nproc_per_node=None):
+    """Diagnose a script file (or source text) in a child process; return its Report.
+    nproc_per_node=N runs it on N ranks under torchrun and compares them."""
     if script is not None:
         USED.append(Path(script).resolve())
     return examine_script(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
-                   stream=stream)
+                          stream=stream, nproc_per_node=nproc_per_node)
 
 
 def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
-            every_experiment=False):
+                   every_experiment=False, nproc_per_node=None):
     """Run a script (or source text) under the probe in a child process and return the Report,
     without counting as a consultation of the doctor (the investigation tools use this)."""
     if (script is None) == (source is None):
@@ -39,9 +43,10 @@ def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s
             script.write_text(source)
         out = Path(tmp) / "report.json"
         cli_args = ["--steps", steps, "--time-limit", time_limit_s, "--json", out,
-                    *(["--every-experiment"] if every_experiment else []), script, *args]
-        result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or time_limit_s + 60,
-                                   stream=stream)
+                    *(["--every-experiment"] if every_experiment else []),
+                    *(["--nproc-per-node", nproc_per_node] if nproc_per_node else []), script, *args]
+        limit = time_limit_s + (150 if nproc_per_node else 60)  # ranks: start-up, collective timeouts, experiments
+        result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or limit, stream=stream)
         if not out.exists():
             raise RuntimeError(f"the doctor itself failed: {result.error or result.output[-2000:]}")
         return Report.from_dict(json.loads(out.read_text()))

@@ -14,19 +14,23 @@ import traceback
 import torch
 
 from trainlab.doctor import experiments, rules, trend
-from trainlab.doctor.probe import Probe, StopTraining
+from trainlab.doctor.probe import Probe, StopTraining, is_sharded
 from trainlab.doctor.report import Finding, Report, rank
 
 
-def run_script(script, args=(), max_steps=200, time_limit_s=60.0):
-    """Execute script as __main__ under a Probe; return (probe, crash or None)."""
+def run_script(script, args=(), max_steps=200, time_limit_s=60.0, instrument=None):
+    """Execute script as __main__ under a Probe; return (probe, crash or None). instrument(probe),
+    if given, joins more instruments to the probe before the script starts (a rank's, for one)."""
     script = os.path.abspath(script)
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_argv, saved_path, saved_exit = sys.argv[:], sys.path[:], os._exit
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
+    os._exit = _exit_as_system_exit  # a script that ends with os._exit must not end the doctor before its report
     crash = None
     try:
         with Probe(max_steps=max_steps, time_limit_s=time_limit_s) as probe:
+            if instrument is not None:
+                instrument(probe)
             try:
                 runpy.run_path(script, run_name="__main__")
             except StopTraining:
@@ -37,8 +41,12 @@ def run_script(script, args=(), max_steps=200, time_limit_s=60.0):
             except Exception as exc:  # the script's own crash is a finding, not our failure
                 crash = _crash(exc, script)
     finally:
-        sys.argv, sys.path = saved_argv, saved_path
+        sys.argv, sys.path, os._exit = saved_argv, saved_path, saved_exit
     return probe, crash
+
+
+def _exit_as_system_exit(code=0):
+    raise SystemExit(code)
 
 
 def _crash(exc, script):
@@ -60,7 +68,10 @@ def quick_experiments(probe, measurements, everything=False):
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
         return found
-    model = getattr(model, "module", model)  # DistributedDataParallel: train the module it wraps
+    if is_sharded(model):  # FSDP: a copy would need the other ranks to gather its parameters
+        return found | {"experiments_skipped": "the model is sharded (FSDP): its copies cannot run on one rank"}
+    if hasattr(model, "module"):  # DistributedDataParallel: train the module it wraps
+        model, state = model.module, {k.removeprefix("module."): v for k, v in state.items()}
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
     targets = captured.targets[:len(batches)]
     not_learning = "no-convergence" in rules.symptoms(measurements, found)
@@ -88,18 +99,20 @@ def _chance(targets):
     return float(torch.bincount(y).max() / len(y)) if len(y) and int(y.min()) >= 0 else None
 
 
-def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False):
-    """Run script in this process and return its Report."""
+def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,
+                  experiments_allowed=True):
+    """Run script in this process and return its Report (experiments_allowed=False: the probe's
+    measurements and rules only, as on the ranks of a multi-rank run other than rank 0)."""
     start = time.perf_counter()
     torch.manual_seed(0)
-    probe, crash = run_script(script, args, max_steps, time_limit_s)
+    probe, crash = run_script(script, args, max_steps, time_limit_s, instrument)
     m = probe.summary()
     shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
     m["classes"] = shapes[0][1] if shapes and shapes[0][1] > 1 else None
     m["chance"] = _chance(probe.captured.targets)
     m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
                                          m["classes"])
-    x = quick_experiments(probe, m, every_experiment)
+    x = quick_experiments(probe, m, every_experiment) if experiments_allowed else {}
     found = rules.findings(m, x)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}

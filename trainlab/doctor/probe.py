@@ -126,11 +126,13 @@ class StepClock:
     data_wait: list = field(default_factory=list)  # of which waiting for the next batch
     sync_time: list = field(default_factory=list)  # ... inside host reads
     compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
+    backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
     host_reads: list = field(default_factory=list)  # host reads per step
     sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
     wait: float = 0.0  # the step in progress, so far
     sync: float = 0.0
     compute: float = 0.0
+    backward: float = 0.0
     reads: int = 0
     fetches: int = 0
     computing: int = 0  # nesting depth of compute regions the script is inside now
@@ -139,9 +141,10 @@ class StepClock:
     def close_step(self, now):
         for series, value in ((self.step_times, now - self.last_step), (self.data_wait, self.wait),
                               (self.sync_time, self.sync), (self.compute_time, self.compute),
+                              (self.backward_time, self.backward),
                               (self.host_reads, self.reads), (self.sample_fetches, self.fetches)):
             series.append(value)
-        self.wait = self.sync = self.compute = 0.0
+        self.wait = self.sync = self.compute = self.backward = 0.0
         self.reads, self.fetches, self.last_step = 0, 0, now
 
     def split(self, steady=slice(None)):
@@ -216,7 +219,7 @@ class Probe:
         self.stop_after_nonfinite, self._nonfinite_in_a_row = stop_after_nonfinite, 0
         self._fresh_step = False  # no backward yet since the last optimizer step
         self._done = False  # enough steps: stop where the next one begins
-        self.steps = self.backwards = 0
+        self.steps = self.backwards = self.forwards = 0  # optimizer steps, backward calls, training forwards of the model
         self.saved = SavedBytes()  # bytes held by live autograd graphs (saved-tensor hooks)
         self.clock, self.curves, self.captured, self.seen = StepClock(), Curves(), Captured(), Seen()
         self._internal = 0  # > 0 while the probe itself reads tensors: not the script's syncs
@@ -317,8 +320,10 @@ class Probe:
             if inspect:
                 probe._loss_refs.append((probe.steps, weakref.ref(tensor)))
                 probe._mark_graph(tensor)
+            began = time.perf_counter()
             with probe.computing():
                 result = original(tensor, *args, **kwargs)
+            probe.clock.backward += time.perf_counter() - began
             if inspect and probe.captured.root is not None:
                 with probe.internal(), torch.no_grad():
                     probe.seen.after_backward.append(probe._gradient_coverage(tensor))
@@ -548,6 +553,7 @@ class Probe:
                     captured.batches.append(x.detach().clone())
         if outermost and module is captured.root:
             self._in_training_forward = torch.is_grad_enabled()
+            self.forwards += self._in_training_forward
             self._forward_start = time.perf_counter()
             self.clock.computing += 1
         self._depth += 1
@@ -612,6 +618,9 @@ class Probe:
         """(params used in forward but in no optimizer, params optimized but never used)."""
         optimized = {id(p) for o in self.seen.optimizers for g in o.param_groups for p in g["params"]}
         used = set(self.seen.used_params)
+        root = self.captured.root
+        if root is not None and is_sharded(root):  # FSDP runs forward on gathered copies: its parameters are the shards
+            used = {id(p) for p in root.parameters()}
         return len(used - optimized), len(optimized - used)
 
     def summary(self):
@@ -622,7 +631,7 @@ class Probe:
         not_optimized, not_used = self.unused_optimizer_params()
         saved, reads = seen.saved_after_step, clock.host_reads[steady]
         return {
-            "steps": self.steps, "backwards": self.backwards, "losses": curves.losses,
+            "steps": self.steps, "backwards": self.backwards, "forwards": self.forwards, "losses": curves.losses,
             "finite": all(math.isfinite(x) for x in curves.losses),
             "lr": [lr[0] for lr in curves.lrs], "wall_s": getattr(self, "wall_s", 0.0),
             "step_s": step_s / max(len(clock.step_times[steady]), 1),
@@ -702,6 +711,16 @@ class Probe:
                 "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
                 "batches_seen": len(views),
                 "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views})}
+
+
+def is_dtensor(t):
+    return type(t).__name__ == "DTensor"
+
+
+def is_sharded(module):
+    """FSDP2 (DTensor parameters) or FSDP1 (flat, sharded parameters): its parameters live in pieces
+    on the ranks, so a copy cannot run on one rank and replicas differ by design."""
+    return type(module).__name__ == "FullyShardedDataParallel" or any(is_dtensor(p) for p in module.parameters())
 
 
 def _median(values):

@@ -3,21 +3,25 @@
 JSON schema (`python -m trainlab.doctor --json out.json train.py`):
 
     {
-      "schema_version": 2,
+      "schema_version": 3,
       "script": str, "args": [str], "steps": int, "wall_s": float,
-      "symptoms": ["no-convergence" | "nan" | "slow" | "memory" | "crash", ...],
+      "symptoms": ["no-convergence" | "nan" | "slow" | "memory" | "crash" | "hang", ...],
       "symptom_evidence": {symptom: str},      # the numbers behind each symptom
       "crash": null | {"error": str, "where": str, "traceback": str},
       "root_causes": [cause id, ...],          # the critical findings (else the warnings)
       "findings": [{
           "severity": "critical" | "warning" | "info",
-          "category": "data" | "model" | "loss" | "optimizer" | "device" | "precision" | "run",
+          "category": "distributed" | "data" | "model" | "loss" | "optimizer" | "device" | "precision" | "run",
           "cause": str,                         # stable id, e.g. "labels-misaligned"
           "title": str,                         # one line
           "evidence": {name: number or str},    # the measurements behind it
           "suggestion": str                     # the experiment or fix to try next
       }, ...],
-      "measurements": {...}                     # everything the probe measured
+      "measurements": {...},                    # everything the probe measured
+      "ranks": [{"rank": int, "finished": bool, "steps": int, "step_ms": float, "collective_ms": float,
+                 "backward_ms": float, "own_ms": float, "root_causes": [str], "symptoms": [str],
+                 "collectives": int, "crash": str | null}]
+                                                # --nproc-per-node runs only; findings then carry "ranks"
     }
 """
 
@@ -25,9 +29,10 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
-SCHEMA_VERSION = 2  # 2: symptom_evidence, options before the script path, gradient flow and control run
+SCHEMA_VERSION = 3  # 2: symptom_evidence, options before the script path, gradient flow and control run;
+# 3: multi-rank runs (--nproc-per-node): "ranks", the "distributed" category, the "hang" symptom
 SEVERITIES = ("critical", "warning", "info")
-CATEGORIES = ("data", "model", "loss", "optimizer", "device", "precision", "run")
+CATEGORIES = ("distributed", "data", "model", "loss", "optimizer", "device", "precision", "run")
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Report:
     crash: dict | None = None
     measurements: dict = field(default_factory=dict)
     symptom_evidence: dict = field(default_factory=dict)
+    ranks: list = field(default_factory=list)  # multi-rank runs: one line per rank (steps, ms/step, root causes)
 
     @property
     def root_causes(self):
@@ -84,6 +90,10 @@ class Report:
         lines += [f"  {symptom}: {text}" for symptom, text in self.symptom_evidence.items()]
         if self.crash:
             lines += [f"CRASH at {self.crash['where']}: {self.crash['error']}"]
+        for r in self.ranks:
+            lines.append(f"  rank {r['rank']}: " + (f"{r['steps']} steps, {_fmt(r['step_ms'])} ms/step, "
+                                                   f"root causes: {', '.join(r['root_causes']) or 'none'}"
+                                                   if r["finished"] else "left no report"))
         if self.root_causes:
             lines += [f"most likely root cause(s): {', '.join(self.root_causes)}"]
         for severity in SEVERITIES:

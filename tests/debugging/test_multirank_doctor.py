@@ -1,0 +1,138 @@
+"""The doctor on multi-rank scripts (`--nproc-per-node 2`, gloo): the FSDP lab's five mistakes, a
+healthy DDP script with nothing above "info", and bugs injected into that script - a collective only
+rank 0 calls, data not sharded, a rank that skips a step, buffers left unsynchronised, uneven batches
+per rank. Each test names the mechanism and the numbers the merged report must carry."""
+
+import json
+
+import pytest
+
+from trainlab import labs
+from trainlab.doctor import collectives
+from trainlab.doctor.multirank import diagnose_ranks
+from trainlab.doctor.report import SEVERITIES
+
+from tests.debugging.test_doctor import SCRIPTS
+
+DDP = (SCRIPTS / "ddp_healthy.py").read_text()
+LOG_LINE = "        if step % args.log_every == 0:\n"
+
+
+def inject(text, old, new):
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def diagnose(tmp_path, text, *args, steps=12, name="train.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return diagnose_ranks(str(path), args, nproc=2, steps=steps, time_limit_s=60, collective_timeout_s=15)
+
+
+def finding(report, cause):
+    found = [f for f in report.findings if f.cause == cause]
+    assert found, str(report)
+    return found[0]
+
+
+def test_the_fsdp_labs_five_mistakes_are_found_from_outside(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    report = diagnose_ranks(str(labs.path("fsdp/train")), ["--mode", "fsdp2", "--steps", "6", "--depth", "4",
+                                                            "--log-every", "5", "--ckpt-dir", str(ckpt),
+                                                            "--ckpt-every", "2"],
+                            nproc=2, steps=20, time_limit_s=60, collective_timeout_s=15)
+    causes = {f.cause for f in report.findings}
+    assert {"optimizer-before-sharding", "root-only-wrap", "same-data-every-rank", "rank0-checkpoint",
+            "partial-collective"} <= causes, str(report)
+    collective = finding(report, "partial-collective")
+    assert "barrier" in collective.evidence["rank_0"] and "train.py" in collective.evidence["rank_0"]
+    assert "hang" in report.symptoms
+    assert finding(report, "rank0-checkpoint").evidence["ranks_that_saved"] == "0"
+    assert finding(report, "root-only-wrap").evidence == {"fsdp_units": 1, "blocks": 4}
+    assert "params-not-in-optimizer" not in causes  # said once, as optimizer-before-sharding
+    assert [r["rank"] for r in report.ranks] == [0, 1]
+
+
+@pytest.mark.full
+def test_the_fixed_fsdp_lab_shows_no_distributed_alarm(tmp_path):
+    text = labs.source("fsdp/train", fixed=True)
+    report = diagnose(tmp_path, text, "--mode", "fsdp2", "--steps", "6", "--depth", "4", "--ckpt-dir",
+                      str(tmp_path / "ckpt"), "--ckpt-every", "3", steps=20)
+    assert not [f for f in report.findings if f.category == "distributed" and f.severity != "info"], str(report)
+    assert all(r["finished"] and r["steps"] == 6 for r in report.ranks), report.ranks
+
+
+def test_a_healthy_ddp_script_gets_nothing_above_info_and_per_rank_step_times(tmp_path):
+    report = diagnose(tmp_path, DDP, "--steps", "40", steps=40)
+    assert report.worst() == SEVERITIES.index("info"), str(report)
+    times = finding(report, "rank-step-times")
+    assert set(times.evidence) == {"rank_0", "rank_1"} and "ms/step" in times.evidence["rank_0"]
+    assert all(r["steps"] == 40 and r["step_ms"] > 0 for r in report.ranks)
+    assert json.loads(report.to_json())["schema_version"] == 3
+
+
+def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
+    text = inject(DDP, "            dist.all_reduce(mean_loss)\n            if rank == 0:\n",
+                  "            if rank == 0:\n                dist.all_reduce(mean_loss)\n")
+    report = diagnose(tmp_path, text)
+    assert report.root_causes[0] == "partial-collective", str(report)
+    f = finding(report, "partial-collective")
+    assert "all_reduce(float32[])" in f.evidence["rank_0"] and "train.py:" in f.evidence["rank_0"]
+    assert "hang" in report.symptoms
+    assert report.wall_s < 60  # the mismatch fails fast, not after a 30-minute default timeout
+
+
+@pytest.mark.full
+def test_data_that_is_not_sharded_is_seen_as_identical_batches(tmp_path):
+    text = inject(DDP, "loader = DataLoader(dataset, batch_size=64, sampler=sampler)",
+                  "loader = DataLoader(dataset, batch_size=64, shuffle=True)")
+    text = text.replace("    sampler.set_epoch(epoch)\n", "")
+    report = diagnose(tmp_path, text)
+    f = finding(report, "same-data-every-rank")
+    assert f.severity == "critical" and f.evidence["identical_batches"] == f.evidence["batches_compared"] >= 2
+
+
+def test_a_rank_that_skips_a_step_makes_the_replicas_diverge(tmp_path):
+    text = inject(DDP, "        optimizer.step()\n", "        if not (rank == 1 and step == 2):\n"
+                                                    "            optimizer.step()\n")
+    report = diagnose(tmp_path, text)
+    f = finding(report, "replicas-diverge")
+    assert f.severity == "critical" and f.evidence["what"] == "params" and f.evidence["step"] == 4, str(report)
+
+
+@pytest.mark.full
+def test_buffers_left_unsynchronised_are_a_warning(tmp_path):
+    text = inject(DDP, "model = DistributedDataParallel(net)", "model = DistributedDataParallel(net, broadcast_buffers=False)")
+    report = diagnose(tmp_path, text)
+    f = finding(report, "replicas-diverge")
+    assert f.severity == "warning" and f.evidence["what"] == "buffers" and "1" in f.evidence["modules"], str(report)
+
+
+@pytest.mark.full
+def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
+    text = inject(DDP, "sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=0)",
+                  "dataset = TensorDataset(*dataset[: 64 * 6 + 64 * rank])  # rank 1 holds one batch more\n"
+                  "sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=rank)")
+    text = inject(text, "while step < args.steps:", "for _ in range(1):  # one epoch")
+    report = diagnose(tmp_path, text, steps=100)
+    f = finding(report, "uneven-steps")
+    assert (f.evidence["rank_0_forwards"], f.evidence["rank_1_forwards"]) == (6, 7), str(report)
+    assert f.severity == "critical" and "hang" in report.symptoms
+
+
+def test_the_collective_comparison_names_the_first_disagreement():
+    def call(i, op, inputs=("float32[4]",), t=0.0):
+        return {"i": i, "op": op, "group": None, "inputs": list(inputs), "site": f"train.py:{10 + i}", "via": None, "t": t}
+
+    same = [call(0, "all_reduce"), call(1, "broadcast")]
+    assert collectives.compare_ranks({0: same, 1: same}) is None
+    extra = collectives.compare_ranks({0: [call(0, "all_reduce"), call(1, "barrier", (), 1.0), call(2, "all_reduce")],
+                                       1: [call(0, "all_reduce"), call(1, "all_reduce", t=1.5)]})
+    assert extra["kind"] == "order" and extra["index"] == 1 and extra["next"][0]["op"] == "all_reduce"
+    shape = collectives.compare_ranks({0: [call(0, "all_reduce", ("float32[4]",))], 1: [call(0, "all_reduce", ("float32[5]",))]})
+    assert shape["kind"] == "shape"
+    missing = collectives.compare_ranks({0: [call(0, "all_reduce")], 1: []})
+    assert missing["kind"] == "missing" and missing["calls"][1] is None
+    uneven = collectives.compare_ranks({0: [call(0, "all_to_all_single", ("float32[3]",))],
+                                        1: [call(0, "all_to_all_single", ("float32[5]",))]})
+    assert uneven is None  # uneven all-to-all splits are legal

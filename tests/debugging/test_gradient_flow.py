@@ -3,7 +3,9 @@ parameter tensor, a loss that is not differentiable, update sizes, clipping seen
 control run, graphs kept alive by what keeps them, torch.compile, and a script with its own flags.
 
 Bugs are injected into the healthy test scripts (not the labs); each test names the mechanism it
-checks and the numbers the report must carry."""
+checks and the numbers the report must carry. `make test` runs one case per mechanism; the tests
+marked `full` (a second way to cut the graph, the control run on wrong labels, ...) run in make
+test-full and CI's make test-rest."""
 
 import contextlib
 import io
@@ -53,10 +55,21 @@ def test_parameters_cut_from_the_graph_are_named_by_module_path(tmp_path, old, n
 
 
 def test_layers_frozen_on_purpose_in_a_learning_run_are_only_information(tmp_path):
+    pretrained = tmp_path / "pretrained.pt"  # fine-tuning: frozen layers hold weights loaded from a checkpoint
     report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
+                                            f"torch.save(model.state_dict(), {str(pretrained)!r})\n"
+                                            f"model.load_state_dict(torch.load({str(pretrained)!r}))\n"
                                             "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD("))
     f = finding(report, "parameters-get-no-gradient")
     assert f.severity == "info" and f.evidence["modules"] == "0" and report.worst() == SEVERITIES.index("info")
+
+
+@pytest.mark.full
+def test_layers_frozen_at_their_random_initialisation_are_a_bug_even_in_a_run_that_learns(tmp_path):
+    report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
+                                            "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD("))
+    f = finding(report, "parameters-get-no-gradient")
+    assert f.severity == "critical" and "random initialisation" in f.evidence["how"], str(report)
 
 
 def test_a_loss_rebuilt_as_a_leaf_is_not_differentiable(tmp_path):
@@ -82,6 +95,7 @@ def test_tiny_updates_name_the_learning_rate_and_the_control_run_blames_the_loop
     assert len(control.evidence["script_loss"].split(" -> ")) == 5
 
 
+@pytest.mark.full
 def test_healthy_update_sizes_sit_near_a_thousandth_to_a_hundredth(tmp_path):
     report = diagnose_text(tmp_path, SGD)
     f = finding(report, "update-sizes")
@@ -97,6 +111,7 @@ def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
     assert f"{1 / f.evidence['norm_kept']:.0f}x" in f.title  # the ratio it cuts by
 
 
+@pytest.mark.full
 def test_the_control_run_fails_too_when_the_labels_are_wrong(tmp_path):
     report = diagnose_text(tmp_path, inject(SGD, "data.train_y, 96", "data.train_y[torch.randperm(len(data.train_y))], 96"))
     assert "labels-misaligned" in report.root_causes, str(report)
@@ -106,7 +121,7 @@ def test_the_control_run_fails_too_when_the_labels_are_wrong(tmp_path):
 
 @pytest.mark.parametrize("keep, held_by", [
     ("        kept.append(loss)\n", "loss tensors of"),
-    ("        total = total + loss if step else loss\n", "running sum"),
+    pytest.param("        total = total + loss if step else loss\n", "running sum", marks=pytest.mark.full),
 ])
 def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by):
     text = inject(SGD, "running = torch.zeros(())\n", "running = torch.zeros(())\nkept = []\n")
@@ -116,6 +131,7 @@ def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by)
     assert f.severity == "warning" and held_by in f.title and f.evidence["graphs_alive_after_step"] >= 3
 
 
+@pytest.mark.full
 def test_compiled_models_run_eagerly_and_the_report_says_so(tmp_path):
     report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
                                             "model = torch.compile(model)\noptimizer = torch.optim.SGD("))

@@ -23,10 +23,10 @@ def inject(text, old, new):
     return text.replace(old, new, 1)
 
 
-def diagnose(tmp_path, text, *args, steps=12, name="train.py"):
+def diagnose(tmp_path, text, *args, steps=12, time_limit_s=60, name="train.py"):
     path = tmp_path / name
     path.write_text(text)
-    return diagnose_ranks(str(path), args, nproc=2, steps=steps, time_limit_s=60, collective_timeout_s=15)
+    return diagnose_ranks(str(path), args, nproc=2, steps=steps, time_limit_s=time_limit_s, collective_timeout_s=8)
 
 
 def finding(report, cause):
@@ -40,7 +40,7 @@ def test_the_fsdp_labs_five_mistakes_are_found_from_outside(tmp_path):
     report = diagnose_ranks(str(labs.path("fsdp/train")), ["--mode", "fsdp2", "--steps", "6", "--depth", "4",
                                                             "--log-every", "5", "--ckpt-dir", str(ckpt),
                                                             "--ckpt-every", "2"],
-                            nproc=2, steps=20, time_limit_s=60, collective_timeout_s=15)
+                            nproc=2, steps=20, time_limit_s=60, collective_timeout_s=8)
     causes = {f.cause for f in report.findings}
     assert {"optimizer-before-sharding", "root-only-wrap", "same-data-every-rank", "rank0-checkpoint",
             "partial-collective"} <= causes, str(report)
@@ -118,6 +118,14 @@ def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
     f = finding(report, "uneven-steps")
     assert (f.evidence["rank_0_forwards"], f.evidence["rank_1_forwards"]) == (6, 7), str(report)
     assert f.severity == "critical" and "hang" in report.symptoms
+
+
+@pytest.mark.full
+def test_the_time_limit_stops_every_rank_at_the_same_step(tmp_path):
+    report = diagnose(tmp_path, DDP, "--steps", "100000", steps=100000, time_limit_s=4)
+    steps = [r["steps"] for r in report.ranks]
+    assert steps[0] == steps[1] and 0 < steps[0] < 100000, report.ranks
+    assert "hang" not in report.symptoms and report.worst() == SEVERITIES.index("info"), str(report)
 
 
 def test_the_collective_comparison_names_the_first_disagreement():

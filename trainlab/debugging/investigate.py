@@ -52,7 +52,7 @@ def _input_stats(m):
 def _label_test(m):
     a = m["experiments"].get("labels")
     return a and (f"a nearest-class-mean probe on {a['samples']} training images scores {a['accuracy']:.1%} "
-                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%})")
+                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%}; best of its spectra and its pixels: {a['view']})")
 
 
 def _init_stats(m):

@@ -61,9 +61,9 @@ def quick_experiments(probe, measurements, everything=False):
     """The checklist's experiments that apply to what was captured (each a few seconds at most);
     everything=True runs each one whatever the symptoms (a learner's investigation)."""
     found, captured = {}, probe.captured
-    if captured.features and captured.targets:
-        n = min(len(captured.features), len(captured.targets))
-        found["labels"] = experiments.label_association(captured.features[:n], captured.targets[:n])
+    labels = experiments.label_test(captured)
+    if labels:
+        found["labels"] = labels
     model, state, batches = captured.root, captured.init_state, captured.batches
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:

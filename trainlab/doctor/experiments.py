@@ -1,8 +1,10 @@
 """The checklist's quick experiments, run on what the probe captured.
 
-- `label_association`: do the labels carry information about the images at all? A
-  nearest-class-mean classifier on translation-invariant features, 2-fold on the captured
-  batches, against chance with its standard error. Misaligned labels sit at chance.
+- `label_test`: do the labels carry information about the inputs at all? A nearest-class-mean
+  classifier (`label_association`), 2-fold on the captured batches, against chance with its
+  standard error, on two views of the inputs - translation-invariant spectra (images under
+  random crops) and the pooled pixels (classes in fixed positions) - the better one counts.
+  Misaligned labels sit at chance in both.
 - `overfit_one_batch`: can the model, from its initial weights, memorise one batch? If not,
   the problem is in the model (init, dead units) or the loss, not in the data.
 - `lr_range_test`: train from the initial weights with the learning rate growing
@@ -37,6 +39,17 @@ def label_association(features, targets, classes=None):
     counts = torch.bincount(y, minlength=classes).float()
     chance = float((counts / n).max())  # always guessing the commonest class
     return {"accuracy": correct / n, "chance": chance, "stderr": math.sqrt(chance * (1 - chance) / n), "samples": n}
+
+
+def label_test(captured):
+    """label_association on each view the probe captured ({"spectrum": ..., "pixels": ...}), the
+    best view's result with its name; None without targets or features."""
+    results = []
+    for view, features in (("spectrum", captured.features), ("pixels", captured.pixels)):
+        n = min(len(features), len(captured.targets))
+        if n:
+            results.append(label_association(features[:n], captured.targets[:n]) | {"view": view})
+    return max(results, key=lambda r: r["accuracy"] - r["chance"]) if results else None
 
 
 def _fresh(model, init_state):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from trainlab import runner
 from trainlab.doctor import collectives
-from trainlab.doctor.report import Finding, Report, rank as rank_findings
+from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
 CONSEQUENCE = re.compile(r"timed? ?out|timeout|connection (closed|reset|refused)|broken pipe|peer|mismatch between "
                          r"collectives|detected mismatch|collective.*(desync|mismatch)", re.I)
@@ -72,7 +72,7 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
     if "hang" in symptoms:
         notes["hang"] = next(f.title for f in findings if f.category == "distributed" or f.cause == "rank-did-not-finish")
     crash = next((rep.crash for rep in reports.values() if rep.crash), None)
-    measurements = {"world_size": nproc, "ranks": per_rank, "rank0": main.measurements if main else {}}
+    measurements = {"world_size": nproc, "rank0": main.measurements if main else {}}
     return Report(script, args, min((rep.steps for rep in reports.values()), default=0), wall_s, symptoms,
                   rank_findings(findings), crash, measurements, notes, ranks=per_rank)
 
@@ -85,9 +85,9 @@ def _rank_findings(reports, nproc):
             by_cause.setdefault(f.cause, []).append((r, f))
     merged = []
     for cause, seen in by_cause.items():
-        r, f = min(seen, key=lambda rf: ("critical", "warning", "info").index(rf[1].severity))
+        _, f = min(seen, key=lambda rf: SEVERITIES.index(rf[1].severity))
         on = sorted({r for r, _ in seen})
-        title = f.title if len(on) == nproc else f"rank {', '.join(map(str, on))}: {f.title}"
+        title = f.title if len(on) == nproc else f"rank {_ranks(on)}: {f.title}"
         merged.append(Finding(f.severity, f.category, f.cause, title, {**f.evidence, "ranks": _ranks(on)},
                               f.suggestion))
     return merged

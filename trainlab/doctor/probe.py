@@ -177,7 +177,8 @@ class Captured:
     init_weights: dict = field(default_factory=dict)  # weight-tensor name -> std at the first call
     init_state: dict = None  # a copy of its state dict at the first call
     param_names: dict = field(default_factory=dict)  # id(parameter) -> its name in the model (module path)
-    features: list = field(default_factory=list)  # label-test features of the first CAPTURE_STEPS batches
+    features: list = field(default_factory=list)  # label-test features of the first CAPTURE_STEPS batches (spectra)
+    pixels: list = field(default_factory=list)  # ... and the inputs themselves, pooled (a second view)
     targets: list = field(default_factory=list)  # their targets
     batches: list = field(default_factory=list)  # the first KEEP_BATCHES whole inputs (paired with targets)
 
@@ -204,6 +205,7 @@ class Seen:
     losses_alive_after_step: list = field(default_factory=list)  # earlier steps' loss tensors still alive (weakrefs)
     graph_nodes_alive_after_step: list = field(default_factory=list)  # earlier steps' loss grad_fn still alive
     compile_calls: int = 0  # torch.compile calls the probe turned into no-ops
+    weight_loads: int = 0  # load_state_dict / torch.load calls (pretrained or checkpointed weights)
 
 
 class Probe:
@@ -259,6 +261,9 @@ class Probe:
         # costs more than a short diagnostic run; the script runs eagerly and the report says so
         self._patch(torch, "compile", self._wrap_compile)
         self._patch(torch.nn.Module, "compile", self._wrap_module_compile)
+        # weights loaded from anywhere (a checkpoint, pretrained weights): frozen layers are then fine-tuning
+        self._patch(torch.nn.Module, "load_state_dict", self._wrap_weights_load)
+        self._patch(torch, "load", self._wrap_weights_load)
         self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self.saved.pack, SavedBytes.unpack)
         self._saved_hooks.__enter__()
         return self
@@ -418,6 +423,15 @@ class Probe:
 
         return compile
 
+    def _wrap_weights_load(self, original):
+        probe = self
+
+        def load(*args, **kwargs):
+            probe.seen.weight_loads += 1
+            return original(*args, **kwargs)
+
+        return load
+
     def _wrap_clip(self, original):
         """Gradient clipping: how much of the gradient's norm each call keeps."""
         probe = self
@@ -550,6 +564,7 @@ class Probe:
                 with self.internal(), torch.no_grad():
                     if x.ndim == 4:
                         captured.features.append(image_features(x.detach().float()).cpu())
+                    captured.pixels.append(pixel_features(x.detach().float()).cpu())
                     captured.batches.append(x.detach().clone())
         if outermost and module is captured.root:
             self._in_training_forward = torch.is_grad_enabled()
@@ -657,7 +672,7 @@ class Probe:
             "graphs_alive_after_step": seen.graphs_alive_after_step,
             "losses_alive_after_step": seen.losses_alive_after_step,
             "graph_nodes_alive_after_step": seen.graph_nodes_alive_after_step,
-            "compile_calls": seen.compile_calls,
+            "compile_calls": seen.compile_calls, "weight_loads": seen.weight_loads,
             **self._gradient_flow(), **self._update_sizes(), **self._batch_contents(),
         }
 
@@ -705,12 +720,37 @@ class Probe:
         """What the first CAPTURE_STEPS training batches held: their size, the fewest classes in
         one batch, and how many of them were distinct batches."""
         captured, outputs = self.captured, self.seen.root_outputs
-        targets = [t for t in captured.targets if t.ndim == 1 and len(t) > 1]
+        targets = [t for t in captured.targets if t.ndim == 1 and len(t) > 1 and not t.is_floating_point()]
         views = captured.features or captured.batches  # images: translation-invariant features (augmented crops)
+        single = sum(len(set(t.tolist())) == 1 for t in targets)
         return {"batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
                 "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
+                "single_class_batches": single, "batches_with_targets": len(targets),
+                "single_class_by_chance": _single_class_by_chance(targets, _classes(outputs)),
                 "batches_seen": len(views),
                 "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views})}
+
+
+def _single_class_by_chance(targets, classes=None):
+    """The share of batches that would hold one class if the labels were shuffled into batches of the
+    same size: sum over classes of p_c^b (tiny batches hold one class by chance alone). The class
+    shares are those of the captured labels, or uniform over the model's outputs when the captured
+    labels show fewer classes than it has (sorted data: the first batches are all one class)."""
+    if not targets:
+        return None
+    y = torch.cat(targets).long()
+    if int(y.min()) < 0:
+        return None
+    shares = torch.bincount(y).double() / len(y)
+    if classes and int((shares > 0).sum()) < classes:
+        shares = torch.full((classes,), 1.0 / classes, dtype=torch.double)
+    return float(sum((shares ** len(t)).sum() for t in targets) / len(targets))
+
+
+def _classes(outputs):
+    """The model's output width when it outputs (batch, classes) logits, else None."""
+    shape = outputs[0].get("shape") if outputs else None
+    return shape[1] if shape and len(shape) == 2 and shape[1] > 1 else None
 
 
 def is_dtensor(t):
@@ -756,6 +796,14 @@ def image_features(x):
     """Translation-invariant features of a (B, C, H, W) batch: log magnitude spectrum of grey."""
     grey = x.mean(1)
     return torch.fft.rfft2(grey - grey.mean((1, 2), keepdim=True)).abs().log1p().flatten(1)
+
+
+def pixel_features(x, side=16, most=2048):
+    """The input itself as features, (B, C, H, W) pooled to at most side x side: where a class sits
+    in fixed positions (no random crops), the pixels tell it better than the spectrum does."""
+    if x.ndim == 4 and max(x.shape[2:]) > side:
+        x = F.adaptive_avg_pool2d(x, side)
+    return x.flatten(1)[:, :most]
 
 
 def _stats(x):

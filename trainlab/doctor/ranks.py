@@ -119,8 +119,11 @@ class RankProbe:
         cap = self.collective_timeout
 
         def init_process_group(*args, **kwargs):
-            timeout = kwargs.get("timeout")
-            kwargs["timeout"] = min(timeout, cap) if timeout else cap
+            args = list(args)
+            if len(args) > 2:  # init_process_group(backend, init_method, timeout, ...)
+                args[2] = min(args[2], cap) if args[2] else cap
+            else:
+                kwargs["timeout"] = min(kwargs["timeout"], cap) if kwargs.get("timeout") else cap
             return original(*args, **kwargs)
 
         return init_process_group

@@ -89,9 +89,15 @@ def inputs_not_normalised(m, x):
 
 
 def batches_of_one_class(m, x):
-    if m.get("classes_per_batch") == 1 and m.get("batches_seen", 0) >= 4:
-        return Finding("critical", "data", "batches-of-one-class", "a training batch holds a single class",
-                       {"fewest_classes_in_a_batch": 1, "batches_checked": m["batches_seen"]},
+    """Batches of a single class far more often than shuffled labels would give (a batch of 2 from
+    10 classes holds one class a tenth of the time by chance; a batch of 64, never)."""
+    single, checked, by_chance = (m.get(k) for k in ("single_class_batches", "batches_with_targets",
+                                                     "single_class_by_chance"))
+    if checked and checked >= 4 and single >= checked / 2 and by_chance is not None and by_chance < 0.05:
+        return Finding("critical", "data", "batches-of-one-class",
+                       f"{single} of the first {checked} training batches hold a single class "
+                       f"(shuffled, {by_chance:.1%} of them would)",
+                       {"single_class_batches": single, "batches_checked": checked, "by_chance": by_chance},
                        "shuffle the training set every epoch (shuffle=True or a RandomSampler)")
 
 
@@ -110,7 +116,8 @@ def labels_misaligned(m, x):
     if a and a["samples"] >= 256 and a["accuracy"] < a["chance"] + 4 * a["stderr"] and not repeated:
         return Finding("critical", "data", "labels-misaligned",
                        "the labels carry no information about the images",
-                       {"label_test_accuracy": a["accuracy"], "chance": a["chance"], "samples": a["samples"]},
+                       {"label_test_accuracy": a["accuracy"], "chance": a["chance"], "samples": a["samples"],
+                        "view": a.get("view")},
                        "plot a batch with its labels; check that images and labels are indexed by the same permutation")
 
 
@@ -378,8 +385,12 @@ def parameters_get_no_gradient(m, x):
         how.append(f"run under torch.no_grad(): {', '.join(flow['run_without_grad_modules'][:6])}")
     if cut and not flow["run_without_grad_modules"]:
         how.append("cut from the graph before the loss (a .detach(), .data or a no_grad region)")
-    # layers frozen on purpose (fine-tuning) are often left in the optimizer: harmless while the run learns
-    severity = "critical" if cut or _not_learning(m) else "info"
+    # layers frozen on purpose (fine-tuning) hold loaded weights and are often left in the optimizer:
+    # harmless while the run learns; frozen at their random initialisation they compute noise
+    random_frozen = bool(frozen) and not m.get("weight_loads")
+    if random_frozen:
+        how.append("frozen at their random initialisation: no weights were loaded (no load_state_dict or torch.load)")
+    severity = "critical" if cut or random_frozen or _not_learning(m) else "info"
     return Finding(severity, "model", "parameters-get-no-gradient",
                    f"{len(set(cut) | set(frozen))} of {flow['params']} parameter tensors never get a gradient "
                    f"({flow['backwards_checked']} backwards checked): {', '.join(modules[:6])}",

@@ -11,6 +11,13 @@ bytes, output dtypes), which stops it after max_steps optimizer steps or backwar
 after NONFINITE_STOP non-finite losses in a row; then it evaluates the script's `model` on its `test_loader` itself, runs the label test on the
 batches it saw, and keeps the script's small tensors (a per-class report, say).
 
+A variant marked `"cache": True` (a reference run: a lab's solution, a drill's healthy script)
+is kept in build/measure-cache under a key of everything that decides its run - its source and
+steps, the device, the training-set cap, the data set on disk, the torch and Python versions and
+the trainlab package's own code - and served from there when the same run is asked for again
+(re-running a check, or the suite's notebooks after its lab tests). Any change to the code or the
+data makes a new key.
+
 One child for many variants: one torch import and one data load. Each variant has a time
 budget: its own `budget_s`, or - when it names a `reference` variant that has run - SCALE times
 what the reference took on this machine plus SLACK_S, so a busy or slow machine slows the
@@ -20,6 +27,8 @@ budget it had; the variants after it run in a new child. Used by the exercise ch
 parent, never here.
 """
 
+import functools
+import hashlib
 import json
 import os
 import sys
@@ -30,7 +39,7 @@ from pathlib import Path
 
 import torch
 
-from trainlab import atomic, runner
+from trainlab import atomic, paths, runner
 from trainlab.doctor import experiments
 from trainlab.doctor.probe import Probe, StopTraining
 
@@ -49,7 +58,8 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
     curves so far ({name, losses, grad_norms, batch_accs}), for live plots. A variant with
     curves=True keeps the per-step gradient norm and batch accuracy of every step without that.
     """
-    reports, pending = {}, list(variants)
+    reports = {v["name"]: cached for v in variants if v.get("cache") and (cached := _cached(v, device, max_train))}
+    pending = [v for v in variants if v["name"] not in reports]
     while pending:
         state, result = _run_child(pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
         reports.update(state["variants"])
@@ -63,7 +73,48 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
         if len(left) == len(pending):  # nothing ran: do not start the same child again
             break
         pending = left
+    for v in variants:
+        if v.get("cache") and reports.get(v["name"], {}).get("status") == "ok":
+            _store(v, device, max_train, reports[v["name"]])
     return reports
+
+
+CACHE = paths.BUILD / "measure-cache"
+
+
+@functools.cache
+def _code_version():
+    """A digest of the trainlab package's source and the versions that run it: part of every key."""
+    digest = hashlib.sha256(f"{sys.version} {torch.__version__}".encode())
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_path(variant, device, max_train):
+    from trainlab.data import DataConfig, cifar, data_root
+
+    run = {k: v for k, v in variant.items() if k not in ("name", "budget_s", "reference", "cache")}
+    environment = {k: v for k, v in os.environ.items() if k.startswith("TRAINLAB_")}
+    data = cifar.is_present(data_root(DataConfig()))  # real CIFAR-10 on disk, or the synthetic set
+    key = json.dumps([run, str(device), max_train, environment, data, _code_version()], sort_keys=True, default=str)
+    return CACHE / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def _cached(variant, device, max_train):
+    try:
+        return json.loads(_cache_path(variant, device, max_train).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _store(variant, device, max_train, report):
+    path = _cache_path(variant, device, max_train)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, json.dumps(report))
+    except OSError:  # a read-only clone: the check still stands, only the next one is slower
+        pass
 
 
 def budget(variant, reports, timeout, slack_s=SLACK_S):
@@ -164,10 +215,7 @@ def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=Fals
     if report["status"] == "ok":
         with probe.internal():
             report["tensors"] = small_tensors(namespace)
-            captured = probe.captured
-            if captured.features and captured.targets:
-                n = min(len(captured.features), len(captured.targets))
-                report["label_test"] = experiments.label_association(captured.features[:n], captured.targets[:n])
+            report["label_test"] = experiments.label_test(probe.captured)
             try:
                 report["accuracy"] = held_out_accuracy(namespace)
             except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal

@@ -122,6 +122,34 @@ def test_a_slow_machine_stretches_budgets_and_every_variant_gets_a_report():
     assert "3x the solution run on this machine" in reports["endless"]["error"]
 
 
+def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_changes(tmp_path, monkeypatch):
+    from trainlab import measure
+
+    monkeypatch.setattr(measure, "CACHE", tmp_path / "measure-cache")  # made when first written
+    reference = {"name": "solution", "source": SLEEPY.format(sleep=0.0), "max_steps": 3, "cache": True}
+    first = measure.run_variants([reference])["solution"]
+    assert first["status"] == "ok" and len(list((tmp_path / "measure-cache").glob("*.json"))) == 1
+
+    def no_child(*args, **kwargs):
+        raise AssertionError("a cached reference started a child")
+
+    monkeypatch.setattr(measure, "_run_child", no_child)
+    assert measure.run_variants([dict(reference, name="again", budget_s=5)])["again"] == first  # name and budget do not count
+    for changed in (dict(reference, max_steps=4), dict(reference, source=reference["source"] + "\n")):
+        with pytest.raises(AssertionError, match="started a child"):
+            measure.run_variants([changed])
+    monkeypatch.setenv("TRAINLAB_MAX_TRAIN", "100")
+    with pytest.raises(AssertionError, match="started a child"):
+        measure.run_variants([reference])
+    monkeypatch.delenv("TRAINLAB_MAX_TRAIN")
+    monkeypatch.setattr(measure, "_code_version", lambda: "another version of the package")
+    with pytest.raises(AssertionError, match="started a child"):
+        measure.run_variants([reference])
+    uncached = dict(reference, cache=False)
+    with pytest.raises(AssertionError, match="started a child"):
+        measure.run_variants([uncached])
+
+
 def test_missing_reports_become_verdicts(warmup, reports):
     with pytest.raises(TimedOut, match="reference run"):
         warmup.judge_reports(reports["solution"], None)

@@ -1,7 +1,7 @@
 """Which entries of a big matrix a run covers (see conftest.py): `make test` runs a covering
-sample - the first wrong fix and the first correct alternative of every exercise's corpus, and
-the first wrong fix of every kind (symptom mask, partial fix, deletion, other) - `make test-full`
-all of it, and `--matrix rest` what the sample left out.
+sample - the first wrong fix of every exercise's corpus, the first wrong fix of every kind
+(symptom mask, partial fix, deletion, other) and the first correct alternative of every module
+(debugging, fsdp, ...) - `make test-full` all of it, and `--matrix rest` what the sample left out.
 
     @matrix.parametrize("debugging/nc_7", ...)    # one test per corpus entry
     def test_corpus(verdicts, exercise, entry): matrix.assert_expected(entry, verdicts[...])
@@ -18,11 +18,15 @@ from trainlab.checks.corpus import KINDS, CorrectAlternative, WrongFix
 @functools.cache
 def sampled():
     """{(exercise name, entry name)} that `make test` runs."""
-    chosen, kinds = set(), set()
+    chosen, kinds, modules = set(), set(), set()
     exercises = list(checks.exercises.EXERCISES.values())
     for exercise in exercises:
         wrong = [e for e in exercise.corpus if isinstance(e, WrongFix)]
         right = [e for e in exercise.corpus if isinstance(e, CorrectAlternative)]
+        module = exercise.name.split("/")[0]
+        if module in modules:  # one correct alternative per module: each runs as long as the solution
+            right = []
+        modules |= {module} if right else set()
         chosen |= {(exercise.name, e.name) for e in wrong[:1] + right[:1]}
         kinds |= {e.kind for e in wrong[:1]}
     for kind in KINDS:  # every kind of wrong fix at least once

@@ -7,6 +7,7 @@ corpus, and accepts the fix - with the diagnosis graded as for the labs.
 `make test-full` every (script, mutation) pair that applies."""
 
 import ast
+import contextlib
 import io
 import re
 import subprocess
@@ -20,6 +21,7 @@ from trainlab import drill, labs
 from trainlab.checks.core import Incorrect
 from trainlab.checks.lab import BY_CAUSE, Learns
 from trainlab.doctor.causes import CATEGORIES, CAUSES
+from trainlab.doctor.examine import diagnose_here
 from trainlab.drill.mutations import MUTATIONS
 from trainlab.measure import run_variants
 
@@ -132,7 +134,7 @@ CHEAP = ("mlp_flat", "cnn_functions")  # a few milliseconds a step on a CPU: the
 
 def _sample():
     """(script, cause) pairs `make test` measures: each mutation once, on the two cheap scripts in
-    turn (the ResNet and the ViT run healthy in the sample, and mutated in make test-full)."""
+    turn (the ResNet and the ViT run, healthy and mutated, in make test-full and make test-rest)."""
     pairs, chosen = drill.applicable(), []
     for turn, cause in enumerate(MUTATIONS):
         scripts = [s for s in (CHEAP[turn % 2], CHEAP[1 - turn % 2], *drill.SCRIPTS) if (s, cause) in pairs]
@@ -159,10 +161,12 @@ def measured(request):
     for script in drill.SCRIPTS:
         for short in (False, True):  # the schedule bug runs on short epochs
             causes = [c for s, c in sorted(wanted) if s == script and (c == "lr-schedule-too-fast") == short]
-            if not causes and (short or mode == "rest"):
+            healthy_here = (mode == "sample") == (script in CHEAP)  # which healthy runs this mode checks
+            if not causes and (short or not healthy_here):
                 continue
             steps = drill.SHORT_STEPS if short else 200
-            variants = [{"name": "healthy", "source": drill.healthy(script), "max_steps": steps, "budget_s": 300}]
+            variants = [{"name": "healthy", "source": drill.healthy(script), "max_steps": steps, "budget_s": 300,
+                         "cache": True}]  # a reference: the sample's run serves the rest's
             variants += [{"name": c, "source": drill.applicable()[script, c], "reference": "healthy",
                           "max_steps": drill.SHORT_STEPS if short else drill.MAX_STEPS[MUTATIONS[c].symptom],
                           "budget_s": 120} for c in causes]
@@ -188,7 +192,7 @@ def _chance_bar(mine, ref, cause):
     return 0.1 + drill.MIN_GAP_CLOSED.get(cause, 0.5) * (ref["accuracy"] - 0.1)
 
 
-@pytest.mark.parametrize("script", drill.SCRIPTS)
+@pytest.mark.parametrize("script", [pytest.param(s, marks=() if s in CHEAP else pytest.mark.full) for s in drill.SCRIPTS])
 def test_a_healthy_script_learns_and_no_mechanism_rejects_it(measured, script):
     mine, _ = measured[script, "healthy"]
     assert mine["status"] == "ok" and mine["finite"], mine.get("error")
@@ -254,3 +258,22 @@ def test_the_diagnosis_of_a_drill_is_graded_like_a_labs(monkeypatch):
     investigate.run(other.name, CAUSES[wrong].evidence[0], show=False)
     diagnosis.state(other.name, causes=[wrong], evidence=[CAUSES[wrong].evidence[0]])
     assert not diagnosis.grade(other.name).right
+
+
+# ---------------------------------------------------------------- the doctor on drills
+# The doctor's evaluation set (benchmarks/doctor_drills.py scores it on 200 drills): make test
+# diagnoses three single-bug drills and a two-bug one, make test-full a few more.
+DIAGNOSED = [pytest.param(seed, id=f"seed-{seed}") for seed in (0, 2, 7, 4)]
+DIAGNOSED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (1, 3, 5, 6, 9, 10)]
+
+
+@pytest.mark.parametrize("seed", DIAGNOSED)
+def test_the_doctor_names_a_drills_planted_causes_from_its_text_alone(seed):
+    made = drill.new(seed)
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = diagnose_here(str(made.lab.path), max_steps=60, time_limit_s=30.0)
+    planted = list(made.lab.causes)
+    if len(planted) == 1:
+        assert report.root_causes[:1] == planted, str(report)  # the top root cause
+    else:
+        assert set(planted) <= set(report.root_causes), str(report)

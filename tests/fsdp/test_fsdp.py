@@ -23,11 +23,19 @@ STEPS = 6
 BYTES = 4  # fp32
 
 
+def sizes(*world_sizes):
+    """World sizes to parametrize over: 4 ranks on 2 cores are the slowest runs, so they belong to
+    make test-full (CI's make test-rest); make test checks 1 and 2."""
+    return [pytest.param(n, marks=pytest.mark.full) if n == 4 else n for n in world_sizes]
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("fsdp")
     runs.run_single(["--steps", str(STEPS)], root)
-    for world_size in (2, 1, 4):  # 2 first: it writes the checkpoints the others load
+    mode = request.config.getoption("matrix")
+    # 2 first: it writes the checkpoints the others load
+    for world_size in {"sample": (2, 1), "rest": (2, 4)}.get(mode, (2, 1, 4)):
         runs.run_configs(runs.claim_configs(world_size, STEPS, root / "ckpt"), world_size, root,
                                 timeout=300)
     return root
@@ -55,7 +63,8 @@ def psi(lab):
 
 
 @pytest.mark.parametrize("world_size,name", [(2, "ddp"), (2, "fsdp2"), (2, "fsdp2_root"), (2, "fsdp2_noreshard"),
-                                             (2, "fsdp1"), (4, "ddp"), (4, "fsdp2"), (4, "fsdp2_noreshard")])
+                                             (2, "fsdp1"), *(pytest.param(4, name, marks=pytest.mark.full)
+                                                             for name in ("ddp", "fsdp2", "fsdp2_noreshard"))])
 def test_parity_with_one_process_on_the_same_global_batch(lab, world_size, name):
     single, run = report(lab, None, "single"), report(lab, world_size, name)
     torch.testing.assert_close(torch.tensor(run["losses"]), torch.tensor(single["losses"]), atol=1e-5, rtol=0)
@@ -63,21 +72,21 @@ def test_parity_with_one_process_on_the_same_global_batch(lab, world_size, name)
                                atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", sizes(2, 4))
 def test_ranks_read_disjoint_shares_of_every_global_batch(lab, world_size):
     fingerprints = [r["fingerprint"] for r in report(lab, world_size, "fsdp2")["ranks"]]
     assert len(set(fingerprints)) == world_size  # every rank a different share
     assert sum(fingerprints) == pytest.approx(report(lab, None, "single")["ranks"][0]["fingerprint"], rel=1e-9)
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", sizes(2, 4))
 @pytest.mark.parametrize("name", ["fsdp2_accum", "fsdp2_accum_sync"])
 def test_gradient_accumulation_matches_one_big_batch(lab, world_size, name):
     torch.testing.assert_close(state(lab, world_size, name)["model"], state(lab, None, "single")["model"],
                                atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 4])
+@pytest.mark.parametrize("world_size", sizes(1, 2, 4))
 def test_model_state_bytes_per_rank_match_16_psi_for_ddp_and_16_psi_over_n_for_fsdp(lab, world_size):
     p = psi(lab)
     for name, expected in (("ddp", 16 * p), ("fsdp2", 16 * p / world_size)):
@@ -87,7 +96,7 @@ def test_model_state_bytes_per_rank_match_16_psi_for_ddp_and_16_psi_over_n_for_f
             assert got["optimizer"] == pytest.approx(2 * got["params"], rel=0.01)  # Adam: m and v
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 4])
+@pytest.mark.parametrize("world_size", sizes(1, 2, 4))
 def test_communication_per_step_matches_2_psi_for_ddp_and_3_psi_for_fsdp(lab, world_size):
     p, n = psi(lab), world_size
     for name, passes in (("ddp", 2), ("fsdp2", 3)):  # all-reduce vs all-gather x2 + reduce-scatter
@@ -98,7 +107,7 @@ def test_communication_per_step_matches_2_psi_for_ddp_and_3_psi_for_fsdp(lab, wo
         assert sent == pytest.approx(expected, rel=0.05, abs=1e3), (name, sent, expected)
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", sizes(2, 4))
 def test_zero2_keeps_parameters_gathered_and_skips_the_backward_all_gather(lab, world_size):
     p, n = psi(lab), world_size
     zero2 = report(lab, world_size, "fsdp2_noreshard")["ranks"][0]
@@ -106,7 +115,7 @@ def test_zero2_keeps_parameters_gathered_and_skips_the_backward_all_gather(lab, 
     assert zero2["live_peak"] > report(lab, world_size, "fsdp2")["ranks"][0]["live_peak"]
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", sizes(2, 4))
 def test_wrapping_only_the_root_gathers_the_whole_model_at_once(lab, world_size):
     block, root = (report(lab, world_size, name)["ranks"][0] for name in ("fsdp2", "fsdp2_root"))
     assert root["comm"]["all_gather"]["calls"] == 2 < block["comm"]["all_gather"]["calls"]
@@ -114,7 +123,7 @@ def test_wrapping_only_the_root_gathers_the_whole_model_at_once(lab, world_size)
     assert root["live_peak"] - block["live_peak"] > 0.5 * full_weights  # the other blocks' full weights
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", sizes(2, 4))
 def test_skipping_gradient_sync_trades_memory_for_communication(lab, world_size):
     skip, every = (report(lab, world_size, name)["ranks"][0] for name in ("fsdp2_accum", "fsdp2_accum_sync"))
     assert every["comm"]["reduce_scatter"]["calls"] == 4 * skip["comm"]["reduce_scatter"]["calls"]
@@ -127,7 +136,7 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(lab):
     assert_same_state(resumed, straight)
 
 
-@pytest.mark.parametrize("world_size", [1, 4])
+@pytest.mark.parametrize("world_size", sizes(1, 4))
 def test_sharded_checkpoint_from_2_ranks_loads_exactly_on_other_world_sizes(lab, world_size):
     loaded = state(lab, world_size, "ckpt_loaded")
     assert report(lab, world_size, "ckpt_loaded")["resumed_from"] == 8
@@ -177,7 +186,7 @@ def test_a_collective_only_some_ranks_call_fails_at_the_timeout_and_names_the_ra
     assert time.perf_counter() - start < 60
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 4])
+@pytest.mark.parametrize("world_size", sizes(1, 2, 4))
 def test_planner_agrees_with_the_measured_runs(lab, world_size):
     from trainlab.fsdp.planner import plan
 

@@ -85,6 +85,9 @@ def main(argv=None):
     manifest = tomllib.loads((CORPUS / "MANIFEST.toml").read_text())["script"]
     entries = [{"file": m["file"], "base": m["base"], "bug": m["bug"]} for m in manifest
                if not args.only or m["base"] == args.only]
+    unscored = sorted({e["bug"] for e in entries if e["bug"]} - EXPECTED.keys())
+    if unscored:  # a bug the key does not know would count as a miss whatever the doctor says
+        raise SystemExit(f"MANIFEST.toml names bugs the scorer has no key for: {', '.join(unscored)}; add them to EXPECTED")
     start, rows = time.perf_counter(), []
     for entry in entries:
         rows.append(score(entry, diagnose(CORPUS / entry["file"], args.steps, args.time_limit)))

@@ -145,7 +145,8 @@ def assert_nothing_given_away(nb, name):
     """The executed learner notebook's sources and outputs show no answer before its hint."""
     from tests import spoilers
 
-    assert spoilers.scan(nb, name) == []
+    problems = spoilers.scan(nb, name)
+    assert problems == [], "\n".join(problems)
 
 
 def assert_no_stderr(nb, name):

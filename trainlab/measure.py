@@ -27,7 +27,6 @@ budget it had; the variants after it run in a new child. Used by the exercise ch
 parent, never here.
 """
 
-import functools
 import hashlib
 import json
 import os
@@ -82,9 +81,9 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
 CACHE = paths.BUILD / "measure-cache"
 
 
-@functools.cache
 def _code_version():
-    """A digest of the trainlab package's source and the versions that run it: part of every key."""
+    """A digest of the trainlab package's source and the versions that run it: part of every key
+    (read on every call, a few milliseconds: a kernel that outlives an edit keys on the new code)."""
     digest = hashlib.sha256(f"{sys.version} {torch.__version__}".encode())
     for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
         digest.update(path.read_bytes())

@@ -102,6 +102,19 @@ def test_injected_bug_gets_the_labs_diagnosis(tmp_path, script, cause):
     assert cause in report.root_causes, str(report)
 
 
+def test_experiments_that_would_not_fit_in_the_budget_are_skipped_and_named(monkeypatch):
+    from trainlab.doctor import examine
+
+    monkeypatch.setitem(examine.EXPERIMENT_STEPS, "control run", 10**7)  # as if a step of the copy took hours
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = diagnose_here(str(labs.path("debugging/nc_7")), max_steps=STEPS)
+    experiments = report.measurements["experiments"]
+    assert "control" not in experiments and "overfit" in experiments and "labels" in experiments
+    skipped = [f for f in report.findings if f.cause == "experiments-skipped"]
+    assert skipped and "control run" in skipped[0].title and "overfit" not in skipped[0].title, str(report)
+    assert "labels-misaligned" in report.root_causes  # the findings that need no experiment still stand
+
+
 def test_crash_is_reported_with_where_it_happened(tmp_path):
     text = (SCRIPTS / "healthy_sgd_device.py").read_text().replace(
         "        loss.backward()\n", "        loss.backward()\n        raise RuntimeError('disk full')\n")

@@ -66,7 +66,9 @@ def test_layers_frozen_on_purpose_in_a_learning_run_are_only_information(tmp_pat
 
 @pytest.mark.full
 def test_layers_frozen_at_their_random_initialisation_are_a_bug_even_in_a_run_that_learns(tmp_path):
+    # weights loaded into another layer do not make the frozen one's random numbers pretrained
     report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
+                                            "model[-1].load_state_dict(model[-1].state_dict())\n"
                                             "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD("))
     f = finding(report, "parameters-get-no-gradient")
     assert f.severity == "critical" and "random initialisation" in f.evidence["how"], str(report)

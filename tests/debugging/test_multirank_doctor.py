@@ -1,7 +1,7 @@
 """The doctor on multi-rank scripts (`--nproc-per-node 2`, gloo): the FSDP lab's five mistakes, a
 healthy DDP script with nothing above "info", and bugs injected into that script - a collective only
 rank 0 calls, data not sharded, a rank that skips a step, buffers left unsynchronised, uneven batches
-per rank. Each test names the mechanism and the numbers the merged report must carry."""
+per rank, a rank that raises an error of its own. Each test names the mechanism and the numbers the merged report must carry."""
 
 import json
 
@@ -118,6 +118,21 @@ def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
     f = finding(report, "uneven-steps")
     assert (f.evidence["rank_0_forwards"], f.evidence["rank_1_forwards"]) == (6, 7), str(report)
     assert f.severity == "critical" and "hang" in report.symptoms
+
+
+@pytest.mark.full
+def test_a_rank_that_raises_is_named_with_its_own_error_not_its_peers_timeout(tmp_path):
+    text = inject(DDP, "        optimizer.step()\n", "        optimizer.step()\n"
+                                                    "        if rank == 1 and step == 3:\n"
+                                                    "            raise ValueError('shard 7 is corrupt')\n")
+    report = diagnose(tmp_path, text)
+    assert report.crash and "ValueError: shard 7 is corrupt" in report.crash["error"], str(report)
+    crashes = [f for f in report.findings if f.cause == "crash"]
+    assert any("shard 7 is corrupt" in f.title and f.severity == "critical" for f in crashes), str(report)
+    waited = [f for f in crashes if "shard 7" not in f.title]  # rank 0 lost its peer: said as a consequence
+    assert all(f.severity == "warning" and "rank 1's own error" in f.title for f in waited), str(report)
+    # rank 0 then waits in DDP's next all-reduce: not uneven data, not a mismatch of the script's own
+    assert not {"uneven-steps", "collective-mismatch", "partial-collective"} & {f.cause for f in report.findings}, str(report)
 
 
 @pytest.mark.full

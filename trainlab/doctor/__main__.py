@@ -25,7 +25,8 @@ def main(argv=None):
         description="Run an unmodified PyTorch training script for a bounded number of steps, "
                     "instrumented from outside, and report what is wrong with it.")
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="stop after this many seconds (60)")
+    parser.add_argument("--time-limit", type=float, default=60.0,
+                        help="seconds for the run and the experiments after it together (60)")
     parser.add_argument("--every-experiment", action="store_true",
                         help="run every quick experiment, not only those the symptoms call for")
     parser.add_argument("--nproc-per-node", type=_ranks, metavar="N",

@@ -16,6 +16,7 @@ ranks' step counts and torch's own TORCH_DISTRIBUTED_DEBUG=DETAIL checks cover t
 Used by `trainlab.doctor.ranks` (each rank) and `trainlab.doctor.multirank` (the comparison).
 """
 
+import inspect
 import json
 import os
 import sys
@@ -31,8 +32,8 @@ COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather
                "barrier", "monitored_barrier")
 SHAPES_MAY_DIFFER = {"all_to_all", "all_to_all_single", "all_gather_object", "gather_object", "broadcast_object_list",
                      "scatter_object_list", "gather", "scatter"}  # uneven splits and pickled objects are legal
-HERE = os.path.dirname(os.path.abspath(__file__))
-TORCH = os.path.dirname(os.path.abspath(torch.__file__))
+HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep  # with the separator: torchvision is not torch
 
 
 class CollectiveLog:
@@ -62,8 +63,13 @@ class CollectiveLog:
     def _wrap(self, name, original):
         log = self
 
+        try:
+            signature = inspect.signature(original)
+        except (TypeError, ValueError):
+            signature = None
+
         def collective(*args, **kwargs):
-            log.record(name, args, kwargs)
+            log.record(name, args, kwargs, _group_argument(signature, args, kwargs))
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
@@ -74,8 +80,8 @@ class CollectiveLog:
         collective.__name__ = name
         return collective
 
-    def record(self, op, args, kwargs):
-        group = _group_ranks(kwargs.get("group"))
+    def record(self, op, args, kwargs, group=None):
+        group = _group_ranks(group)
         index = self._per_group.get(group, 0)
         self._per_group[group] = index + 1
         self.calls += 1
@@ -83,6 +89,16 @@ class CollectiveLog:
         line = {"i": index, "op": op, "group": list(group) if group else None, "inputs": _signature(args, kwargs),
                 "site": site, "via": via, "t": time.time()}
         self._file.write(json.dumps(line) + "\n")
+
+
+def _group_argument(signature, args, kwargs):
+    """The group a collective was called on, passed by keyword or by position (all_reduce(t, op, g))."""
+    if signature is None:
+        return kwargs.get("group")
+    try:
+        return signature.bind_partial(*args, **kwargs).arguments.get("group")
+    except TypeError:  # a call the function itself will reject
+        return kwargs.get("group")
 
 
 def _group_ranks(group):
@@ -128,7 +144,7 @@ def call_site(frame):
 
 def _package(path):
     """torch/distributed/fsdp/_fully_shard/x.py -> torch.distributed.fsdp"""
-    parts = os.path.relpath(path, os.path.dirname(TORCH)).split(os.sep)
+    parts = os.path.relpath(path, os.path.dirname(TORCH.rstrip(os.sep))).split(os.sep)
     return ".".join(p for p in parts[:3] if not p.startswith("_") and not p.endswith(".py"))
 
 

@@ -8,13 +8,14 @@ import math
 import os
 import runpy
 import sys
+import threading
 import time
 import traceback
 
 import torch
 
 from trainlab.doctor import experiments, rules, trend
-from trainlab.doctor.probe import Probe, StopTraining, is_sharded
+from trainlab.doctor.probe import Probe, StopTraining, is_sharded, wrapped_module
 from trainlab.doctor.report import Finding, Report, rank
 
 
@@ -25,7 +26,7 @@ def run_script(script, args=(), max_steps=200, time_limit_s=60.0, instrument=Non
     saved_argv, saved_path, saved_exit = sys.argv[:], sys.path[:], os._exit
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
-    os._exit = _exit_as_system_exit  # a script that ends with os._exit must not end the doctor before its report
+    os._exit = _exit_as_system_exit(saved_exit, os.getpid())  # a script ending with os._exit must not end the doctor
     crash = None
     try:
         with Probe(max_steps=max_steps, time_limit_s=time_limit_s) as probe:
@@ -45,8 +46,16 @@ def run_script(script, args=(), max_steps=200, time_limit_s=60.0, instrument=Non
     return probe, crash
 
 
-def _exit_as_system_exit(code=0):
-    raise SystemExit(code)
+def _exit_as_system_exit(original, pid):
+    """os._exit for the script: SystemExit in the doctor's own thread, so its report is still written;
+    the real exit in a forked child (a DataLoader worker ends with os._exit) or another thread."""
+
+    def exit(code=0):
+        if os.getpid() == pid and threading.current_thread() is threading.main_thread():
+            raise SystemExit(code)
+        original(code)
+
+    return exit
 
 
 def _crash(exc, script):
@@ -57,9 +66,17 @@ def _crash(exc, script):
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
 
 
-def quick_experiments(probe, measurements, everything=False):
-    """The checklist's experiments that apply to what was captured (each a few seconds at most);
-    everything=True runs each one whatever the symptoms (a learner's investigation)."""
+# training steps each experiment takes on a copy of the model (their defaults in experiments.py)
+EXPERIMENT_STEPS = {"overfit one batch": 50, "control run": 66, "LR range test": 60}
+
+
+def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
+    """The checklist's experiments that apply to what was captured (each a few seconds at most on
+    the labs' models); everything=True runs each one whatever the symptoms (a learner's
+    investigation) and whatever they cost. Otherwise each must fit, at the time a step of the
+    model's copy takes, in what is left of budget_s (what the run left of the time limit): a model slow
+    on this machine (a half-precision CNN on a CPU) gets the report's other findings within the
+    limit, and the experiments it skipped named."""
     found, captured = {}, probe.captured
     labels = experiments.label_test(captured)
     if labels:
@@ -70,23 +87,42 @@ def quick_experiments(probe, measurements, everything=False):
         return found
     if is_sharded(model):  # FSDP: a copy would need the other ranks to gather its parameters
         return found | {"experiments_skipped": "the model is sharded (FSDP): its copies cannot run on one rank"}
-    if hasattr(model, "module"):  # DistributedDataParallel: train the module it wraps
-        model, state = model.module, {k.removeprefix("module."): v for k, v in state.items()}
+    if wrapped_module(model) is not None:  # DistributedDataParallel: train the module it wraps
+        model, state = wrapped_module(model), {k.removeprefix("module."): v for k, v in state.items()}
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
     targets = captured.targets[:len(batches)]
     not_learning = "no-convergence" in rules.symptoms(measurements, found)
+    wanted = everything or not_learning or not measurements["finite"]
+    left, skipped, step_s = budget_s, [], 0.0
+
+    def affordable(name):
+        nonlocal left
+        cost = EXPERIMENT_STEPS[name] * step_s
+        if everything or cost <= left:
+            left -= cost
+            return True
+        skipped.append(f"{name} (~{cost:.0f} s)")
+        return False
+
     try:
-        if everything or not_learning:
+        if wanted and not everything:
+            step_s = experiments.seconds_per_step(model, state, batches[0], targets[0])
+            left -= 2 * step_s
+        if (everything or not_learning) and affordable("overfit one batch"):
             found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
-        if (everything or not_learning) and len(batches) >= 5:
+        if (everything or not_learning) and len(batches) >= 5 and affordable("control run"):
             found["control"] = experiments.control_run(model, state, batches, targets)
-        if everything or not measurements["finite"] or not_learning:
+        if wanted and affordable("LR range test"):
             lrs, losses = experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
             found["lr_suggestion"] = experiments.lr_suggestion(lrs, losses)
             found["suggested_lr"] = found["lr_suggestion"]["lr"]
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
         found["experiment_error"] = f"{type(exc).__name__}: {exc}"
+    if skipped:
+        found["experiments_skipped"] = (f"{', '.join(skipped)}: at {1e3 * step_s:.0f} ms a step, more than the "
+                                        f"{budget_s:.0f} s left of the time limit (a longer --time-limit, or "
+                                        "--every-experiment, runs them)")
     return found
 
 
@@ -100,11 +136,13 @@ def _chance(targets):
 
 
 def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,
-                  experiments_allowed=True):
+                  experiments_allowed=True, seed=0):
     """Run script in this process and return its Report (experiments_allowed=False: the probe's
-    measurements and rules only, as on the ranks of a multi-rank run other than rank 0)."""
+    measurements and rules only, as on the ranks of a multi-rank run other than rank 0). seed
+    makes an unseeded script repeatable; ranks take their rank, so an unseeded script's ranks
+    differ as they would without the doctor."""
     start = time.perf_counter()
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     probe, crash = run_script(script, args, max_steps, time_limit_s, instrument)
     m = probe.summary()
     shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
@@ -112,7 +150,8 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     m["chance"] = _chance(probe.captured.targets)
     m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
                                          m["classes"])
-    x = quick_experiments(probe, m, every_experiment) if experiments_allowed else {}
+    left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too
+    x = quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
     found = rules.findings(m, x)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}

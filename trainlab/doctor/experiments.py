@@ -12,11 +12,13 @@
   `lr_suggestion` reads it the way a practitioner would.
 - `control_run`: the differential diagnosis - the script's own model and batches trained by a
   known-good loop. If the control learns and the script does not, the fault is in the loop.
-Used by `trainlab.doctor` and by notebook 01's plots.
+`seconds_per_step` times one step of a copy first, so the doctor runs only the experiments that
+fit in its time limit. Used by `trainlab.doctor` and by notebook 01's plots.
 """
 
 import copy
 import math
+import time
 
 import torch
 import torch.nn.functional as F
@@ -62,6 +64,24 @@ def _optimizer(kind, params, lr):
     cls = getattr(torch.optim, kind, torch.optim.SGD)
     kwargs = {"momentum": 0.9} if cls is torch.optim.SGD else {}
     return cls(params, lr=lr, **kwargs)
+
+
+def seconds_per_step(model, init_state, x, y, steps=2):
+    """Wall seconds of one training step of a copy of the model, in its own dtype, as the
+    experiments below run it (the first step's set-up left out): what each of their steps costs,
+    which the script's own steps (autocast, its data path) need not tell."""
+    model = _fresh(model, init_state)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    dtype = next(model.parameters()).dtype
+    seconds = 0.0
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss = F.cross_entropy(model(x.to(dtype)).float(), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        seconds = time.perf_counter() - start
+    return seconds
 
 
 def overfit_one_batch(model, init_state, x, y, optimizer="Adam", lr=3e-3, steps=50):

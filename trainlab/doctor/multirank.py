@@ -21,6 +21,7 @@ from trainlab import runner
 from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
+HANG_CAUSES = ("partial-collective", "collective-mismatch", "uneven-steps", "rank-did-not-finish")  # what makes ranks wait
 CONSEQUENCE = re.compile(r"timed? ?out|timeout|connection (closed|reset|refused)|broken pipe|peer|mismatch between "
                          r"collectives|detected mismatch|collective.*(desync|mismatch)", re.I)
 STRAGGLER = 1.5  # a rank whose compute per step exceeds the fastest rank's by this factor
@@ -38,7 +39,7 @@ def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, colle
     with tempfile.TemporaryDirectory(prefix="trainlab-doctor-ranks-") as out:
         worker_args = [out, "--steps", steps, "--time-limit", time_limit_s, "--collective-timeout",
                        collective_timeout_s, *(["--every-experiment"] if every_experiment else []), script, *args]
-        limit = timeout or time_limit_s + 3 * collective_timeout_s + 90  # start-up, stop agreement, experiments
+        limit = timeout or launch_limit(time_limit_s, collective_timeout_s)
         result = runner.run_distributed(module="trainlab.doctor.worker", nproc=nproc, args=worker_args,
                                         timeout=limit, stream=stream)
         ranks = {}
@@ -47,6 +48,12 @@ def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, colle
             ranks[r] = json.loads(path.read_text()) if path.exists() else None
         calls = {r: collectives.read(Path(out) / f"rank{r}.calls.jsonl") for r in range(nproc)}
     return merge(script, list(map(str, args)), nproc, ranks, calls, result, time.perf_counter() - start)
+
+
+def launch_limit(time_limit_s, collective_timeout_s=20.0):
+    """Seconds the ranks may take in all: the run, rank 0's experiments (as long again at most), a
+    collective timing out and the stop agreed after it, and start-up."""
+    return 2 * time_limit_s + 3 * collective_timeout_s + 60
 
 
 def merge(script, args, nproc, ranks, calls, result, wall_s):
@@ -59,30 +66,36 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
         findings = [f for f in findings if f.cause != "params-not-in-optimizer"]
     findings += cross
     findings += _unfinished_ranks(ranks, calls, result)
+    # a rank waiting on a peer that raised, or on a collective the ranks disagree on, times out or
+    # loses its connection: that error is a consequence, not a second bug
+    raised = sorted(r for r, rep in reports.items() if rep.crash and not CONSEQUENCE.search(rep.crash["error"]))
     desync = any(f.category == "distributed" and f.severity == "critical" for f in cross)
-    findings = [_as_consequence(f) if desync and f.cause == "crash" and CONSEQUENCE.search(f.title) else f
+    why = f"rank {_ranks(raised)}'s own error" if raised else "the distributed finding above" if desync else None
+    findings = [_as_consequence(f, why) if why and f.cause == "crash" and CONSEQUENCE.search(f.title) else f
                 for f in findings]
     symptoms = list(dict.fromkeys(s for rep in reports.values() for s in rep.symptoms))
-    if any(f.cause in ("partial-collective", "collective-mismatch", "uneven-steps", "rank-did-not-finish")
-           for f in findings):
+    hang = next((f for f in findings if f.cause in HANG_CAUSES), None)
+    if hang is not None:
         symptoms.append("hang")
     main = reports[min(reports)] if reports else None
     per_rank = [_rank_line(r, reports.get(r), layout.get(r)) for r in range(nproc)]
     notes = dict(main.symptom_evidence) if main else {}
-    if "hang" in symptoms:
-        notes["hang"] = next(f.title for f in findings if f.category == "distributed" or f.cause == "rank-did-not-finish")
-    crash = next((rep.crash for rep in reports.values() if rep.crash), None)
+    if hang is not None:
+        notes["hang"] = hang.title
+    crashes = [(bool(CONSEQUENCE.search(rep.crash["error"])), r) for r, rep in reports.items() if rep.crash]
+    crash = reports[min(crashes)[1]].crash if crashes else None  # a rank's own error before a peer's timeout
     measurements = {"world_size": nproc, "rank0": main.measurements if main else {}}
     return Report(script, args, min((rep.steps for rep in reports.values()), default=0), wall_s, symptoms,
                   rank_findings(findings), crash, measurements, notes, ranks=per_rank)
 
 
 def _rank_findings(reports, nproc):
-    """Each rank's own findings, once per cause: the most severe, with the ranks that showed it."""
+    """Each rank's own findings, once per cause (crashes once per error): the most severe, with the
+    ranks that showed it."""
     by_cause = {}
     for r, rep in sorted(reports.items()):
         for f in rep.findings:
-            by_cause.setdefault(f.cause, []).append((r, f))
+            by_cause.setdefault((f.cause, f.title) if f.cause == "crash" else f.cause, []).append((r, f))
     merged = []
     for cause, seen in by_cause.items():
         _, f = min(seen, key=lambda rf: SEVERITIES.index(rf[1].severity))
@@ -93,9 +106,8 @@ def _rank_findings(reports, nproc):
     return merged
 
 
-def _as_consequence(f):
-    return Finding("warning", f.category, f.cause, f"{f.title} - a consequence of the distributed finding above",
-                   f.evidence, "")
+def _as_consequence(f, why):
+    return Finding("warning", f.category, f.cause, f"{f.title} - a consequence of {why}", f.evidence, "")
 
 
 def _unfinished_ranks(ranks, calls, result):
@@ -202,6 +214,8 @@ def uneven_steps(reports, layout, calls, nproc):
               for r, rep in sorted(reports.items())}
     if len({tuple(c.values()) for c in counts.values()}) < 2 or len(reports) < nproc:
         return None
+    if any(rep.crash and not CONSEQUENCE.search(rep.crash["error"]) for rep in reports.values()):
+        return None  # a rank that raised an error of its own stopped early: its crash is the finding
     waiting = [r for r, rep in reports.items() if rep.crash and CONSEQUENCE.search(rep.crash["error"])]
     return Finding("critical" if waiting else "warning", "distributed", "uneven-steps",
                    "the ranks ran different numbers of steps: " + "; ".join(
@@ -258,7 +272,7 @@ def rank0_checkpoint(reports, layout, calls, nproc):
     if not wrote:
         return None
     save = writers[wrote[0]][0]
-    if len(wrote) < nproc:
+    if len(wrote) < len(layout):  # of the ranks that reported (one that left no report is its own finding)
         return Finding("critical", "distributed", "rank0-checkpoint",
                        f"only rank {_ranks(wrote)} of {nproc} wrote a checkpoint of the sharded model (torch.save at "
                        f"{save['site']}, {save['sharded']} of its {save['tensors']} tensors are shards): it holds "

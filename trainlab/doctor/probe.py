@@ -29,6 +29,7 @@ Used by `trainlab.doctor` (diagnosis) and `trainlab.measure` (exercise checks, t
 """
 
 import math
+import sys
 import time
 import weakref
 from contextlib import contextmanager
@@ -205,7 +206,9 @@ class Seen:
     losses_alive_after_step: list = field(default_factory=list)  # earlier steps' loss tensors still alive (weakrefs)
     graph_nodes_alive_after_step: list = field(default_factory=list)  # earlier steps' loss grad_fn still alive
     compile_calls: int = 0  # torch.compile calls the probe turned into no-ops
-    weight_loads: int = 0  # load_state_dict / torch.load calls (pretrained or checkpointed weights)
+    weight_loads: int = 0  # load_state_dict / dcp.load calls (pretrained or checkpointed weights)
+    loaded_params: set = field(default_factory=set)  # ids of the parameters of modules a load_state_dict filled
+    loaded_everything: bool = False  # torch.distributed.checkpoint.load: in place, into whatever it was handed
 
 
 class Probe:
@@ -262,8 +265,10 @@ class Probe:
         self._patch(torch, "compile", self._wrap_compile)
         self._patch(torch.nn.Module, "compile", self._wrap_module_compile)
         # weights loaded from anywhere (a checkpoint, pretrained weights): frozen layers are then fine-tuning
+        # (torch.load alone reads data sets and tensors as often as weights: not a sign of either)
         self._patch(torch.nn.Module, "load_state_dict", self._wrap_weights_load)
-        self._patch(torch, "load", self._wrap_weights_load)
+        if "torch.distributed.checkpoint" in sys.modules:  # importing it costs seconds: patched where it is in use
+            self._patch(sys.modules["torch.distributed.checkpoint"], "load", self._wrap_weights_load)
         self._saved_hooks = torch.autograd.graph.saved_tensors_hooks(self.saved.pack, SavedBytes.unpack)
         self._saved_hooks.__enter__()
         return self
@@ -428,6 +433,10 @@ class Probe:
 
         def load(*args, **kwargs):
             probe.seen.weight_loads += 1
+            if args and isinstance(args[0], torch.nn.Module):
+                probe.seen.loaded_params.update(id(p) for p in args[0].parameters())
+            else:
+                probe.seen.loaded_everything = True
             return original(*args, **kwargs)
 
         return load
@@ -496,6 +505,15 @@ class Probe:
     def inspecting(self):
         """Whether this step's gradients are inspected in depth."""
         return self.every_step or self.steps < DETAIL_STEPS
+
+    def _frozen_at_init(self, frozen):
+        """Frozen weight matrices, kernels and embeddings no load_state_dict filled: random numbers
+        the model can never change (norms' scales and shifts start at 1 and 0, harmless frozen)."""
+        if self.seen.loaded_everything:
+            return []
+        params = dict(self.captured.root.named_parameters())
+        return sorted(n for n in frozen if n in params and params[n].ndim > 1
+                      and id(params[n]) not in self.seen.loaded_params)
 
     def _optimized_params(self):
         return [p for o in self.seen.optimizers for g in o.param_groups for p in g["params"]]
@@ -698,6 +716,7 @@ class Probe:
             "no_gradient": never, "no_gradient_modules": _modules(never),
             "none_gradient": sorted(n for n in never if n in seen[-1]["missing"]),
             "frozen": frozen, "frozen_modules": _modules(frozen),
+            "frozen_at_init": self._frozen_at_init(frozen),
             "frozen_in_optimizer": sorted(n for n in frozen if n in optimized),
             "run_without_grad_modules": no_grad_modules,
             "unused_params": len(never_used),
@@ -714,6 +733,8 @@ class Probe:
         per_param = {n: _median_float([step[n] for step in steps if n in step]) for n in names}
         return {"update_ratios": per_param,
                 "update_ratio_median": _median_float(list(per_param.values())) if per_param else None,
+                # the first step alone: what the LR gives before gradients left un-zeroed pile up
+                "update_ratio_first": _median_float(list(steps[0].values())) if steps and steps[0] else None,
                 "update_ratio_steps": len(steps)}
 
     def _batch_contents(self):
@@ -761,6 +782,12 @@ def is_sharded(module):
     """FSDP2 (DTensor parameters) or FSDP1 (flat, sharded parameters): its parameters live in pieces
     on the ranks, so a copy cannot run on one rank and replicas differ by design."""
     return type(module).__name__ == "FullyShardedDataParallel" or any(is_dtensor(p) for p in module.parameters())
+
+
+def wrapped_module(module):
+    """The model inside DistributedDataParallel or DataParallel; None for any other module."""
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    return module.module if isinstance(module, wrappers) else None
 
 
 def _median(values):

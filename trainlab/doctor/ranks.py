@@ -19,6 +19,7 @@ Installed for the run, beside the single-process Probe:
 Used by `python -m trainlab.doctor --nproc-per-node N` through `trainlab.doctor.worker`.
 """
 
+import functools
 import hashlib
 import json
 import math
@@ -34,9 +35,25 @@ from torch.distributed import distributed_c10d
 
 from trainlab import atomic
 from trainlab.doctor import collectives
-from trainlab.doctor.probe import DETAIL_STEPS, is_dtensor, is_sharded
+from trainlab.doctor.probe import DETAIL_STEPS, is_dtensor, is_sharded, wrapped_module
 
 STOP_KEY = "trainlab-doctor/stop-at-step"
+
+
+def _guarded(hook):
+    """A rank's hook runs inside the script's forward or optimizer step: an error of the doctor's
+    own is said once on stderr and must not end the script's run."""
+
+    @functools.wraps(hook)
+    def guarded(self, *args):
+        try:
+            return hook(self, *args)
+        except Exception as exc:  # noqa: BLE001 - the run goes on; the rank's report still comes
+            if hook.__name__ not in self.hook_errors:
+                print(f"trainlab doctor, rank {self.rank}: {hook.__name__} failed: {exc!r}", file=sys.stderr)
+            self.hook_errors.add(hook.__name__)
+
+    return guarded
 
 
 class RankProbe:
@@ -47,6 +64,7 @@ class RankProbe:
         self.log = collectives.CollectiveLog(os.path.join(out_dir, f"rank{rank}.calls.jsonl"))
         self.replicas = []  # per inspected step: {"step", "params": {name: digest}, "buffers": {name: digest}}
         self.saves = []  # checkpoint writes: {"api", "site", "tensors", "sharded"}
+        self.hook_errors = set()  # the doctor's hooks that failed on this rank (said once each)
         self.collective_s_per_step = []  # seconds inside collectives, per optimizer step
         self._stack = ExitStack()
         self._store = None
@@ -90,6 +108,7 @@ class RankProbe:
         self._stack.enter_context(_forward_pre_hook(self._before_forward))
         return self
 
+    @_guarded
     def _on_step(self, probe):
         now = self.log.seconds
         self.collective_s_per_step.append(now - self._last_collective_s)
@@ -142,6 +161,7 @@ class RankProbe:
 
         return save
 
+    @_guarded
     def _before_forward(self, module, inputs):
         """Fingerprint the replicated state at the start of each inspected training step: the
         parameters at the root's forward, the buffers after DDP's broadcast (at its inner module)."""
@@ -149,7 +169,7 @@ class RankProbe:
         root = probe.captured.root
         if root is None or probe.steps >= DETAIL_STEPS or not torch.is_grad_enabled() or is_sharded(root):
             return
-        inner = getattr(root, "module", None)  # DistributedDataParallel's wrapped model
+        inner = wrapped_module(root)  # DistributedDataParallel's model: its forward follows the buffers' broadcast
         if module is root and (not self.replicas or self.replicas[-1]["step"] < probe.steps):
             with probe.internal(), torch.no_grad():
                 entry = {"step": probe.steps, "params": _digests(root.named_parameters())}

@@ -387,9 +387,9 @@ def parameters_get_no_gradient(m, x):
         how.append("cut from the graph before the loss (a .detach(), .data or a no_grad region)")
     # layers frozen on purpose (fine-tuning) hold loaded weights and are often left in the optimizer:
     # harmless while the run learns; frozen at their random initialisation they compute noise
-    random_frozen = bool(frozen) and not m.get("weight_loads")
+    random_frozen = [n for n in flow.get("frozen_at_init", []) if n in frozen]
     if random_frozen:
-        how.append("frozen at their random initialisation: no weights were loaded (no load_state_dict or torch.load)")
+        how.append(f"{len(random_frozen)} frozen at their random initialisation: no load_state_dict filled them")
     severity = "critical" if cut or random_frozen or _not_learning(m) else "info"
     return Finding(severity, "model", "parameters-get-no-gradient",
                    f"{len(set(cut) | set(frozen))} of {flow['params']} parameter tensors never get a gradient "
@@ -436,6 +436,10 @@ def update_sizes(m, x):
     title = f"each step changes the weights by {ratio:.2g} of their norm (median over {len(per_layer)} weight tensors)"
     clipped = _clipping_keeps(m)
     stuck = _not_learning(m)
+    if missing_zero_grad(m, x) and m.get("update_ratio_first") is not None:
+        # gradients summed over steps inflate every later update: only the first step measures the LR
+        ratio = evidence["update_ratio_first_step"] = m["update_ratio_first"]
+        title += f"; {ratio:.2g} on the first step, before the gradients left un-zeroed pile up"
     if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
         lr = m["lr"][0] if m["lr"] else None
         evidence["lr"] = lr
@@ -516,12 +520,18 @@ def compile_disabled(m, x):
                        "if the bug only shows compiled, run the script with TORCH_LOGS=recompiles,graph_breaks")
 
 
+def experiments_skipped(m, x):
+    why = x.get("experiments_skipped")
+    if why:
+        return Finding("info", "run", "experiments-skipped", f"experiments not run: {why}", {"why": why}, "")
+
+
 RULES = [inputs_not_normalised, batches_of_one_class, same_batch_every_step, labels_misaligned, bad_initialisation,
          dead_units, loss_at_init, cannot_overfit, probabilities_into_loss, unstable_loss, params_not_in_optimizer,
          missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high, lr_far_above_range, optimizer_never_steps,
          weight_decay_too_high, fp16_master_weights, float64_compute, data_loader_starves, host_syncs, batch_too_small,
          graph_kept_alive, parameters_get_no_gradient, loss_not_differentiable, update_sizes, clipping_too_tight,
-         control_run, compile_disabled]
+         control_run, compile_disabled, experiments_skipped]
 
 
 def findings(m, x):

@@ -7,9 +7,11 @@ holds each area's share of `make test`; the run prints every area's time at the 
 under CI=true an area over its share by more than 50% fails the run.
 
 Matrices (wrong-fix corpora, ...) run a covering sample in `make test` (`--matrix sample`),
-all of it in `make test-full` (`--matrix full`), and `--matrix rest` runs only what the
-sample left out (CI runs `make test`, then the rest). Tests or parameters marked `full`
-belong to the rest.
+all of it in `make test-full` (`--matrix full`), and `--matrix rest` runs what the sample
+left out (CI runs `make test`, then the rest). Tests or parameters marked `full` belong to the
+rest; those also marked `exhaustive` run in `make test-full` alone: runs of minutes each on some
+CPUs (the ViT drill's bfloat16 matmuls, without native bf16, take 0.8 s a step on 2 AVX2 cores)
+whose mechanism the rest already covers on another script.
 """
 
 import os
@@ -39,6 +41,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "full: part of a full matrix that `make test` samples; runs in make test-full")
+    config.addinivalue_line("markers", "exhaustive: with full, runs in make test-full only, not in --matrix rest")
     config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
 
 
@@ -48,8 +51,9 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, drop = [], []
     for item in items:
-        in_rest = item.get_closest_marker("full") is not None
-        (keep if in_rest == (mode == "rest") else drop).append(item)
+        full, exhaustive = (item.get_closest_marker(m) is not None for m in ("full", "exhaustive"))
+        wanted = full and not exhaustive if mode == "rest" else not full and not exhaustive
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

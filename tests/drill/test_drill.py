@@ -3,8 +3,9 @@ seed gives the same drill, every mutation shows its symptom through its mechanis
 healthy script does not, and `drill.check` rejects the broken script, wrong fixes from the
 corpus, and accepts the fix - with the diagnosis graded as for the labs.
 
-`make test` measures each mutation once (on a script chosen in turn) and each healthy script;
-`make test-full` every (script, mutation) pair that applies."""
+`make test` measures each mutation once (on the two cheap scripts in turn) and their healthy
+runs; the rest (CI) every pair on the cheap scripts and the ResNet, and the ViT's healthy run and
+the mutations only it takes; `make test-full` every (script, mutation) pair that applies."""
 
 import ast
 import contextlib
@@ -130,6 +131,9 @@ def test_a_drill_is_a_lab_the_learner_sees_only_as_script_and_symptom():
 
 # ---------------------------------------------------------------- symptoms through mechanisms
 CHEAP = ("mlp_flat", "cnn_functions")  # a few milliseconds a step on a CPU: the sample's scripts
+# bfloat16 matmuls cost 0.8 s a step on CPUs without native bf16: the rest runs its healthy script
+# and the mutations no other script takes; its other pairs, covered on three scripts, in test-full
+EXHAUSTIVE = "vit_bf16"
 
 
 def _sample():
@@ -142,9 +146,16 @@ def _sample():
     return chosen
 
 
+def _exhaustive():
+    """(script, cause) pairs only make test-full measures."""
+    elsewhere = {c for s, c in drill.applicable() if s != EXHAUSTIVE}
+    return {(s, c) for s, c in drill.applicable() if s == EXHAUSTIVE and c in elsewhere}
+
+
 def _pairs():
-    sample = set(_sample())
-    return [pytest.param(s, c, id=f"{s}:{c}", marks=() if (s, c) in sample else pytest.mark.full)
+    sample, exhaustive = set(_sample()), _exhaustive()
+    return [pytest.param(s, c, id=f"{s}:{c}", marks=() if (s, c) in sample else
+                         (pytest.mark.full, pytest.mark.exhaustive) if (s, c) in exhaustive else pytest.mark.full)
             for s, c in sorted(drill.applicable())]
 
 
@@ -156,12 +167,12 @@ def measured(request):
     wanted = {(s, c) for s, c in drill.applicable()}
     if mode != "full":
         sample = set(_sample())
-        wanted = sample if mode == "sample" else wanted - sample
+        wanted = sample if mode == "sample" else wanted - sample - _exhaustive()
     cache = {}
     for script in drill.SCRIPTS:
         for short in (False, True):  # the schedule bug runs on short epochs
             causes = [c for s, c in sorted(wanted) if s == script and (c == "lr-schedule-too-fast") == short]
-            healthy_here = (mode == "sample") == (script in CHEAP)  # which healthy runs this mode checks
+            healthy_here = mode == "full" or (mode == "sample") == (script in CHEAP)  # the healthy runs this mode checks
             if not causes and (short or not healthy_here):
                 continue
             steps = drill.SHORT_STEPS if short else 200
@@ -224,7 +235,9 @@ def test_a_mutation_shows_its_symptom_through_its_mechanism(measured, script, ca
 # make test: two MLP drills (a slow one, one that does not converge) and one with two bugs, every
 # wrong fix of its corpus; make test-full: more seeds, across the four scripts
 CHECKED = [pytest.param(seed, id=f"seed-{seed}") for seed in (7, 24, 8)]
-CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (0, 1, 3, 6, 12, 13, 17, 26)]
+CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (0, 3, 12, 17, 26)]
+CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=(pytest.mark.full, pytest.mark.exhaustive))
+            for seed in (1, 6, 13)]  # the ViT's drills: each of their runs takes minutes on some CPUs
 
 
 @pytest.mark.parametrize("seed", CHECKED)
@@ -271,7 +284,7 @@ DIAGNOSED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for 
 def test_the_doctor_names_a_drills_planted_causes_from_its_text_alone(seed):
     made = drill.new(seed)
     with contextlib.redirect_stdout(io.StringIO()):
-        report = diagnose_here(str(made.lab.path), max_steps=60, time_limit_s=30.0)
+        report = diagnose_here(str(made.lab.path), max_steps=60, time_limit_s=60.0)
     planted = list(made.lab.causes)
     if len(planted) == 1:
         assert report.root_causes[:1] == planted, str(report)  # the top root cause

@@ -10,9 +10,9 @@ slower this machine ran the median area (at most 2.5x), so a slow machine is not
 Matrices (wrong-fix corpora, ...) run a covering sample in `make test` (`--matrix sample`),
 all of it in `make test-full` (`--matrix full`), and `--matrix rest` runs what the sample
 left out (CI runs `make test`, then the rest). Tests or parameters marked `full` belong to the
-rest; those also marked `exhaustive` run in `make test-full` alone: runs of minutes each on some
-CPUs (the ViT drill's bfloat16 matmuls, without native bf16, take 0.8 s a step on 2 AVX2 cores)
-whose mechanism the rest already covers on another script.
+rest; those also marked `exhaustive` run in `make test-full` alone: runs of a minute or more each
+on some CPUs (the ResNet and ViT drills; the ViT's bfloat16 matmuls, without native bf16, take
+0.8 s a step on 2 AVX2 cores) whose mechanism the rest already covers on another script.
 """
 
 import os

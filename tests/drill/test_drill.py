@@ -4,8 +4,8 @@ healthy script does not, and `drill.check` rejects the broken script, wrong fixe
 corpus, and accepts the fix - with the diagnosis graded as for the labs.
 
 `make test` measures each mutation once (on the two cheap scripts in turn) and their healthy
-runs; the rest (CI) every pair on the cheap scripts and the ResNet, and the ViT's healthy run and
-the mutations only it takes; `make test-full` every (script, mutation) pair that applies."""
+runs; the rest (CI) every other pair on the cheap scripts, and the ResNet's and the ViT's healthy
+runs and the mutations only they take; `make test-full` every (script, mutation) pair."""
 
 import ast
 import contextlib
@@ -131,9 +131,10 @@ def test_a_drill_is_a_lab_the_learner_sees_only_as_script_and_symptom():
 
 # ---------------------------------------------------------------- symptoms through mechanisms
 CHEAP = ("mlp_flat", "cnn_functions")  # a few milliseconds a step on a CPU: the sample's scripts
-# bfloat16 matmuls cost 0.8 s a step on CPUs without native bf16: the rest runs its healthy script
-# and the mutations no other script takes; its other pairs, covered on three scripts, in test-full
-EXHAUSTIVE = "vit_bf16"
+# A ResNet step takes 0.2 s on 2 CPU cores, the ViT's bfloat16 matmuls 0.8 s without native bf16
+# (163 s a run): CI's rest runs their healthy scripts and the mutations no cheap script takes; their
+# other pairs, whose mechanisms the cheap scripts show, run in make test-full
+EXHAUSTIVE = ("resnet_classes", "vit_bf16")
 
 
 def _sample():
@@ -148,8 +149,8 @@ def _sample():
 
 def _exhaustive():
     """(script, cause) pairs only make test-full measures."""
-    elsewhere = {c for s, c in drill.applicable() if s != EXHAUSTIVE}
-    return {(s, c) for s, c in drill.applicable() if s == EXHAUSTIVE and c in elsewhere}
+    cheap = {c for s, c in drill.applicable() if s in CHEAP}
+    return {(s, c) for s, c in drill.applicable() if s in EXHAUSTIVE and c in cheap}
 
 
 def _pairs():
@@ -235,9 +236,9 @@ def test_a_mutation_shows_its_symptom_through_its_mechanism(measured, script, ca
 # make test: two MLP drills (a slow one, one that does not converge) and one with two bugs, every
 # wrong fix of its corpus; make test-full: more seeds, across the four scripts
 CHECKED = [pytest.param(seed, id=f"seed-{seed}") for seed in (7, 24, 8)]
-CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (0, 3, 12, 17, 26)]
+CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (0, 12, 17, 26)]
 CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=(pytest.mark.full, pytest.mark.exhaustive))
-            for seed in (1, 6, 13)]  # the ViT's drills: each of their runs takes minutes on some CPUs
+            for seed in (1, 3, 6, 13)]  # ViT and two-bug ResNet drills: minutes per run on some CPUs
 
 
 @pytest.mark.parametrize("seed", CHECKED)

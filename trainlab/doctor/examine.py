@@ -87,8 +87,9 @@ def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
         return found
     if is_sharded(model):  # FSDP: a copy would need the other ranks to gather its parameters
         return found | {"experiments_skipped": "the model is sharded (FSDP): its copies cannot run on one rank"}
-    if wrapped_module(model) is not None:  # DistributedDataParallel: train the module it wraps
-        model, state = wrapped_module(model), {k.removeprefix("module."): v for k, v in state.items()}
+    inner = wrapped_module(model)
+    if inner is not None:  # DistributedDataParallel: train the module it wraps
+        model, state = inner, {k.removeprefix("module."): v for k, v in state.items()}
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
     targets = captured.targets[:len(batches)]
     not_learning = "no-convergence" in rules.symptoms(measurements, found)

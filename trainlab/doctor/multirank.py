@@ -68,7 +68,7 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
     findings += _unfinished_ranks(ranks, calls, result)
     # a rank waiting on a peer that raised, or on a collective the ranks disagree on, times out or
     # loses its connection: that error is a consequence, not a second bug
-    raised = sorted(r for r, rep in reports.items() if rep.crash and not CONSEQUENCE.search(rep.crash["error"]))
+    raised = sorted(r for r, rep in reports.items() if _raised_on_its_own(rep))
     desync = any(f.category == "distributed" and f.severity == "critical" for f in cross)
     why = f"rank {_ranks(raised)}'s own error" if raised else "the distributed finding above" if desync else None
     findings = [_as_consequence(f, why) if why and f.cause == "crash" and CONSEQUENCE.search(f.title) else f
@@ -82,7 +82,7 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
     notes = dict(main.symptom_evidence) if main else {}
     if hang is not None:
         notes["hang"] = hang.title
-    crashes = [(bool(CONSEQUENCE.search(rep.crash["error"])), r) for r, rep in reports.items() if rep.crash]
+    crashes = [(not _raised_on_its_own(rep), r) for r, rep in reports.items() if rep.crash]
     crash = reports[min(crashes)[1]].crash if crashes else None  # a rank's own error before a peer's timeout
     measurements = {"world_size": nproc, "rank0": main.measurements if main else {}}
     return Report(script, args, min((rep.steps for rep in reports.values()), default=0), wall_s, symptoms,
@@ -185,12 +185,16 @@ def _only_one_rank_calls(first, calls):
 
 
 def _crashed_on_its_own(reports, first):
-    """A rank that stopped calling because its own code raised (not a timeout or a peer's failure)."""
+    """A rank that stopped calling because its own code raised."""
     for r, call in first["calls"].items():
-        crash = reports.get(r) and reports[r].crash
-        if call is None and crash and not CONSEQUENCE.search(crash["error"]):
+        if call is None and r in reports and _raised_on_its_own(reports[r]):
             return r
     return None
+
+
+def _raised_on_its_own(report):
+    """The rank's script raised an error of its own (not a timeout or a peer's failure)."""
+    return bool(report.crash) and not CONSEQUENCE.search(report.crash["error"])
 
 
 def _describe_call(call, report):
@@ -214,9 +218,9 @@ def uneven_steps(reports, layout, calls, nproc):
               for r, rep in sorted(reports.items())}
     if len({tuple(c.values()) for c in counts.values()}) < 2 or len(reports) < nproc:
         return None
-    if any(rep.crash and not CONSEQUENCE.search(rep.crash["error"]) for rep in reports.values()):
+    if any(_raised_on_its_own(rep) for rep in reports.values()):
         return None  # a rank that raised an error of its own stopped early: its crash is the finding
-    waiting = [r for r, rep in reports.items() if rep.crash and CONSEQUENCE.search(rep.crash["error"])]
+    waiting = [r for r, rep in reports.items() if rep.crash and not _raised_on_its_own(rep)]
     return Finding("critical" if waiting else "warning", "distributed", "uneven-steps",
                    "the ranks ran different numbers of steps: " + "; ".join(
                        f"rank {r} {c['steps']} optimizer steps, {c['forwards']} training forwards" for r, c in counts.items())

@@ -711,13 +711,14 @@ class Probe:
         never = sorted(n for n in never if n in used)
         optimized = {self._name(p) for p in self._optimized_params()}
         frozen = seen[-1]["frozen"]
+        frozen_in_optimizer = sorted(n for n in frozen if n in optimized)
         return {"gradient_flow": {
             "backwards_checked": len(seen), "params": seen[-1]["params"],
             "no_gradient": never, "no_gradient_modules": _modules(never),
             "none_gradient": sorted(n for n in never if n in seen[-1]["missing"]),
             "frozen": frozen, "frozen_modules": _modules(frozen),
-            "frozen_at_init": self._frozen_at_init(frozen),
-            "frozen_in_optimizer": sorted(n for n in frozen if n in optimized),
+            "frozen_in_optimizer": frozen_in_optimizer,
+            "frozen_at_init": self._frozen_at_init(frozen_in_optimizer),
             "run_without_grad_modules": no_grad_modules,
             "unused_params": len(never_used),
             "all_missing_backwards": sum(1 for c in seen if len(c["missing"]) + len(c["zero"]) + len(c["frozen"])

@@ -387,7 +387,7 @@ def parameters_get_no_gradient(m, x):
         how.append("cut from the graph before the loss (a .detach(), .data or a no_grad region)")
     # layers frozen on purpose (fine-tuning) hold loaded weights and are often left in the optimizer:
     # harmless while the run learns; frozen at their random initialisation they compute noise
-    random_frozen = [n for n in flow.get("frozen_at_init", []) if n in frozen]
+    random_frozen = flow.get("frozen_at_init", [])
     if random_frozen:
         how.append(f"{len(random_frozen)} frozen at their random initialisation: no load_state_dict filled them")
     severity = "critical" if cut or random_frozen or _not_learning(m) else "info"

@@ -13,7 +13,7 @@ from contextlib import redirect_stdout
 
 from benchmarks.common import RESULTS
 
-BENCHMARKS = ["reference_accuracy", "reference_vs_textbook", "debugging", "doctor_labs", "doctor_drills",
+BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "doctor_labs", "doctor_drills",
               "doctor_external", "corpus", "fsdp", "sparse", "kernels"]  # each module adds its own
 
 

@@ -49,7 +49,7 @@ def resolve_precision(precision, device):
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     # CPUs with native bf16 instructions (AVX512-BF16, AMX) train faster in bf16; without
-    # them bf16 is emulated and slower than fp32 (benchmarks/results/reference_vs_textbook.json
+    # them bf16 is emulated and slower than fp32 (benchmarks/results/ladder.json
     # records the ratio on the machine it ran on).
     return "bf16" if device.type == "cpu" and cpu_has_native_bf16() else "fp32"
 

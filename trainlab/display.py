@@ -82,3 +82,17 @@ class Code(str):
 
     def _repr_html_(self):
         return f"<pre>{html.escape(self)}</pre>"
+
+
+def file_link(path, text=None):
+    """Markdown linking to a file, relative to the kernel's folder (JupyterLab opens it; a trace
+    can then be downloaded into https://ui.perfetto.dev or chrome://tracing)."""
+    import os
+    from pathlib import Path
+
+    path = Path(path).resolve()
+    try:
+        href = os.path.relpath(path, Path.cwd())
+    except ValueError:  # another drive (Windows)
+        href = str(path)
+    return f"[{text or path.name}]({href.replace(os.sep, '/').replace(' ', '%20')})"

@@ -131,3 +131,26 @@ def batch_browser(image_set, n=16):
     browser = widgets.VBox([slider, image])
     _display(browser)
     return browser
+
+
+SPLIT_COLORS = {"compute": "tab:blue", "communication": "tab:purple", "data": "tab:orange", "sync": "tab:red",
+                "idle": "tab:gray"}
+
+
+def plot_step_split(rows, title="where a step's time goes", unit="ms per step", ax=None):
+    """rows: {label: {category: value}} in trainlab.timeline's categories; stacked bars, one per label,
+    the legend beside the bars (never over one)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)))
+    labels = list(rows)[::-1]  # the first row on top
+    left = np.zeros(len(labels))
+    for part, color in SPLIT_COLORS.items():
+        values = np.array([rows[label].get(part, 0.0) for label in labels])
+        if values.any():
+            ax.barh(labels, values, left=left, color=color, label=part)
+            left += values
+    ax.set(xlabel=unit, title=title)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.figure.tight_layout()
+    return ax.figure

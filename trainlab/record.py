@@ -1,6 +1,6 @@
 """`RunRecord`: what a training run measured, in one JSON-serialisable object.
 
-Written by `trainlab.loop.train` (and the textbook loop), read by the plots in
+Written by `trainlab.loop.train`, read by the plots in
 `trainlab.viz`, the exercise checks (a child process sends it back as JSON) and the
 benchmarks. Per-step series are read from the device in blocks at log points, so keeping
 them costs no host synchronisation per step.

@@ -1,5 +1,5 @@
-"""The two input paths, both used in the workbook (notebook 00, module 01's slow labs, the
-reference-vs-textbook benchmark):
+"""The two input paths, both used in the workbook (notebook 00, module 01's slow labs and its
+ladder, `trainlab.debugging.ladder`):
 - the standard path: a `Dataset` with per-sample torchvision transforms in a `DataLoader`
   (what most tutorials write; fine on GPUs with enough workers, slow with none);
 - the fast path, `DeviceLoader`: the whole split lives on the device as uint8 and one

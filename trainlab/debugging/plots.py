@@ -68,3 +68,25 @@ def plot_time_split(rows, title="where a step's time goes"):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over one
     fig.tight_layout()
     return fig
+
+
+def plot_ladder(rows, title="from the textbook loop to the reference loop, one change per rung"):
+    """Module 01's ladder (trainlab.debugging.ladder): images/s per rung, and each rung's profiled
+    step split into the timeline's categories."""
+    from trainlab.plots import plot_step_split
+
+    fig, (ax_rate, ax_split) = plt.subplots(1, 2, figsize=(13, 1.5 + 0.42 * len(rows)), sharey=True,
+                                            gridspec_kw={"width_ratios": [1, 1.4]})
+    labels = [f"{i}. {r['name']}" for i, r in enumerate(rows)]
+    rates = [r["images_per_s"] for r in rows]
+    ax_rate.barh(labels[::-1], rates[::-1], color="tab:green")
+    for y, rate, row in zip(range(len(rows) - 1, -1, -1), rates, rows):
+        ax_rate.annotate(f"{row['vs_textbook']:.2f}x", (rate, y), xytext=(3, 0), textcoords="offset points",
+                         va="center", fontsize=7)
+    ax_rate.set(xlabel="images/s (timed steps)", title="throughput")
+    ax_rate.tick_params(axis="y", labelsize=8)
+    plot_step_split({label: r["split_ms"] for label, r in zip(labels, rows)}, title="profiled step, ms",
+                    ax=ax_split)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,55 @@
+"""Module 01's ladder: one change per rung, from the textbook loop to the reference loop's settings,
+each rung timed and split by the profiler in a child process."""
+
+import pytest
+
+from trainlab import loop, timeline
+from trainlab.debugging import ladder
+
+
+def changed_fields(a, b):
+    return {f for f in ladder.Rung.__dataclass_fields__ if f != "name" and getattr(a, f) != getattr(b, f)}
+
+
+def test_each_rung_changes_one_thing_and_the_last_has_the_reference_loops_settings():
+    import torch
+
+    rungs = ladder.rungs(torch.device("cpu"), cores=4)
+    assert [r.workers for r in rungs if r.data == "memory"] == [0, 1, 2, 4, 4, 4, 4]
+    for previous, rung in zip(rungs, rungs[1:]):
+        changed = changed_fields(previous, rung)
+        # the device loader replaces the whole worker pipeline in one rung
+        assert len(changed) == 1 or rung.data == "device", (rung.name, changed)
+    last = rungs[-1]
+    reference = loop.TrainConfig()
+    assert last.data == "device" and not last.host_reads and last.channels_last == reference.channels_last
+    assert last.precision != "fp32" and last.compile
+    assert ladder.worker_counts(2) == [1, 2] and ladder.worker_counts(12) == [1, 2, 4, 8, 12]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    return ladder.run("cpu", steps=4, images_per_epoch=256, profiled=2, compile=False,
+                      folder=tmp_path_factory.mktemp("ladder"), timeout=300)
+
+
+def test_the_ladder_measures_every_rung_and_names_what_it_moved(rows):
+    assert [r["name"] for r in rows] == [r.name for r in ladder.rungs(__import__("torch").device("cpu"), compile=False)]
+    for row in rows:
+        assert row["images_per_s"] > 0 and row["spread"] >= 0
+        assert set(row["split_ms"]) == set(timeline.CATEGORIES)
+        assert sum(row["split_ms"].values()) == pytest.approx(row["profiled_step_ms"], rel=1e-6)
+    assert rows[0]["vs_textbook"] == 1.0 and rows[0]["moved"] == ""
+    assert all(r["moved"].split()[0] in timeline.CATEGORIES for r in rows[1:])
+
+
+def test_decoding_per_sample_is_data_time_the_device_loader_removes(rows):
+    textbook = rows[0]["split_ms"]
+    device = next(r for r in rows if r["data"] == "device")["split_ms"]
+    assert textbook["data"] > 5 * device["data"]
+    assert textbook["data"] / sum(textbook.values()) > 0.15
+
+
+def test_bad_arguments_name_what_is_wrong(tmp_path):
+    with pytest.raises(SystemExit):
+        ladder.main(["--steps", "2", "--out", str(tmp_path / "x.json")])

@@ -140,6 +140,18 @@ class ViT(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.head = zero_init_head(nn.Linear(dim, num_classes))
 
+    @torch.no_grad()
+    def init_weights(self):
+        """Initialise every parameter in place, as the constructor does (same distributions): what
+        module 02's meta-device initialisation calls once the parameters are sharded."""
+        for module in self.modules():
+            if isinstance(module, nn.MultiheadAttention):
+                module._reset_parameters()
+            elif isinstance(module, (nn.Linear, nn.Conv2d, nn.LayerNorm)):
+                module.reset_parameters()
+        nn.init.normal_(self.pos, std=0.02)
+        zero_init_head(self.head)
+
     def forward(self, x):
         x = self.embed(x).flatten(2).transpose(1, 2) + self.pos  # (B, tokens, dim)
         for block in self.blocks:

@@ -1,7 +1,7 @@
 """Where a step's time goes, read from a torch.profiler trace (the Chrome/Perfetto JSON that
 `prof.export_chrome_trace` writes), on one rank or on many.
 
-    with timeline.profiled(folder / "ddp-rank0.json", device) as prof:
+    with timeline.profiled(folder / "ddp-rank0.json", active=4) as prof:
         for _ in range(timeline.schedule_steps(active=4)):
             train_step(); prof.step()
     split = timeline.split(folder / "ddp-rank0.json")   # seconds per step, by category
@@ -53,17 +53,17 @@ def schedule_steps(active):
 
 
 @contextmanager
-def profiled(trace_path, device=torch.device("cpu"), active=None):
-    """torch.profiler over the next steps: WARMUP_STEPS steps to settle, then every step until the
-    block ends (or `active` of them), exported as a Chrome trace to trace_path. Call prof.step()
-    after each training step; each recorded step becomes a `ProfilerStep#N` region."""
+def profiled(trace_path, active, device=torch.device("cpu")):
+    """torch.profiler over the next steps: WARMUP_STEPS steps to settle, then `active` recorded
+    steps, exported as a Chrome trace to trace_path. Run schedule_steps(active) steps, calling
+    prof.step() after each; each recorded step becomes a `ProfilerStep#N` region."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     trace_path = Path(trace_path)
     trace_path.parent.mkdir(parents=True, exist_ok=True)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.device(device).type == "cuda" else [])
     # repeat=1: with the default (repeat forever) the trace of the last cycle can come out empty
-    plan = schedule(wait=0, warmup=WARMUP_STEPS, active=active or 1_000_000, repeat=1)
+    plan = schedule(wait=0, warmup=WARMUP_STEPS, active=active, repeat=1)
     with profile(activities=activities, schedule=plan,
                  on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
         yield prof

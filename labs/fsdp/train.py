@@ -49,7 +49,7 @@ import torch.nn.functional as F
 from trainlab import atomic, models
 from trainlab.data import DataConfig, DeviceLoader, load_images
 from trainlab.distributed import accounting, checkpoint
-from trainlab.distributed.setup import all_sum, init, seed_everything, shutdown
+from trainlab.distributed.setup import all_mean, init, seed_everything, shutdown
 
 
 def parse(argv=None):
@@ -202,7 +202,7 @@ def run(args, ctx):
                 measured.update(comm=counter.summary(ctx.world_size), live_peak=getattr(live, "peak", None),
                                 state=accounting.state_bytes(model, optimizer))
             step += 1
-            losses.append(all_sum(loss.item(), ctx) / ctx.world_size)  # every rank joins the all-reduce
+            losses.append(loss)  # stays on the device: read at log points and once at the end, not every step
             if ctx.is_main and step % args.log_every == 0:  # BUG[partial-collective]
                 print(f"step {step:4d} loss {losses[-1]:.4f}", flush=True)  # BUG[partial-collective]
                 dist.barrier() if ctx.backend else None  # BUG[partial-collective]: make sure the line is out before the others go on
@@ -222,6 +222,7 @@ def finish(args, ctx, model, optimizer, losses, measured, resumed_from):
     # nothing to move, and torch 2.11's FSDP1 crashed doing it there
     offload = ctx.device.type != "cpu"
     full, full_optim = get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=offload))
+    losses = all_mean(torch.stack(losses), ctx).tolist() if losses else []  # the global batch's loss per step
     ranks = [measured]
     if ctx.backend:
         ranks = [None] * ctx.world_size

@@ -39,6 +39,7 @@ def test_the_ladder_measures_every_rung_and_names_what_it_moved(rows):
         assert row["images_per_s"] > 0 and row["spread"] >= 0
         assert set(row["split_ms"]) == set(timeline.CATEGORIES)
         assert sum(row["split_ms"].values()) == pytest.approx(row["profiled_step_ms"], rel=1e-6)
+        assert row["profiled_steps"] == 2
     assert rows[0]["vs_textbook"] == 1.0 and rows[0]["moved"] == ""
     assert all(r["moved"].split()[0] in timeline.CATEGORIES for r in rows[1:])
 

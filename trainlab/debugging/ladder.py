@@ -154,7 +154,7 @@ def measure(rung, images, device, steps, images_per_epoch, trace_path, profiled=
             step()
         synchronize(device)
         rates.append((n * BATCH, time.perf_counter() - start))
-    with timeline.profiled(trace_path, device) as prof:
+    with timeline.profiled(trace_path, profiled, device) as prof:
         for _ in range(timeline.schedule_steps(active=profiled)):
             step()
             prof.step()
@@ -163,7 +163,8 @@ def measure(rung, images, device, steps, images_per_epoch, trace_path, profiled=
     chunk_rates = [n / s for n, s in rates]
     return {**asdict(rung), "images_per_s": sum(n for n, _ in rates) / sum(s for _, s in rates),
             "spread": (max(chunk_rates) - min(chunk_rates)) / (sum(chunk_rates) / len(chunk_rates)), "warmup_s": warmup_s,
-            "split_ms": {c: 1e3 * split[c] for c in timeline.CATEGORIES}, "profiled_step_ms": 1e3 * split["wall_s"]}
+            "split_ms": {c: 1e3 * split[c] for c in timeline.CATEGORIES}, "profiled_step_ms": 1e3 * split["wall_s"],
+            "profiled_steps": split["steps"]}
 
 
 def annotate(rows):

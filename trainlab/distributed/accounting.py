@@ -57,6 +57,19 @@ def _measure(kind, op, args, index):
     return kind, _nbytes(tensors)
 
 
+def _group_size(args):
+    """The size of the process group a c10d op was handed (None if none is among its arguments)."""
+    import torch.distributed as dist
+
+    for a in args:
+        if isinstance(a, torch.ScriptObject):
+            try:
+                return dist.ProcessGroup.unbox(a).size()
+            except RuntimeError:  # another custom class (a ReduceOp)
+                continue
+    return None
+
+
 def _sparse_nbytes(t):
     t = t.coalesce() if not t.is_coalesced() else t
     return t.indices().numel() * t.indices().element_size() + t.values().numel() * t.values().element_size()
@@ -93,7 +106,7 @@ class CollectiveCounter(TorchDispatchMode):
 
     def __init__(self):
         super().__init__()
-        self.calls = []  # (kind, bytes)
+        self.calls = []  # (kind, bytes, size of the group it ran in, or None)
         self.paused = False  # set while a communication hook has already recorded its call
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -103,23 +116,27 @@ class CollectiveCounter(TorchDispatchMode):
         packet = getattr(func, "_overloadpacket", None)
         if not self.paused and packet is not None and func.namespace == "c10d" and packet.__name__ in _C10D:
             kind, index = _C10D[packet.__name__]
-            self.calls.append(_measure(kind, packet.__name__, args, index))
+            self.calls.append((*_measure(kind, packet.__name__, args, index), _group_size(args)))
         return func(*args, **kwargs)
 
-    def record(self, kind, nbytes):
-        self.calls.append((kind, nbytes))
+    def record(self, kind, nbytes, group_size=None):
+        self.calls.append((kind, nbytes, group_size))
 
     def reset(self):
         self.calls.clear()
 
     def summary(self, world_size):
-        """{kind: {"calls", "bytes", "send_bytes"}} plus "send_bytes" in total, per rank."""
-        out = defaultdict(lambda: {"calls": 0, "bytes": 0, "send_bytes": 0.0})
-        for kind, nbytes in self.calls:
+        """{kind: {"calls", "bytes", "send_bytes", "group_sizes"}} plus "send_bytes" in total, per
+        rank. Ring factors use each call's own group size (HSDP's shard and replica groups), or
+        world_size where the group was not seen."""
+        out = defaultdict(lambda: {"calls": 0, "bytes": 0, "send_bytes": 0.0, "group_sizes": []})
+        for kind, nbytes, group_size in self.calls:
             row = out[kind]
             row["calls"] += 1
             row["bytes"] += nbytes
-            row["send_bytes"] += RING_FACTOR[kind](world_size) * nbytes
+            row["send_bytes"] += RING_FACTOR[kind](group_size or world_size) * nbytes
+            if (group_size or world_size) not in row["group_sizes"]:
+                row["group_sizes"].append(group_size or world_size)
         result = dict(out)
         result["send_bytes"] = sum(row["send_bytes"] for row in out.values())
         return result
@@ -169,7 +186,7 @@ class LiveBytes(TorchDispatchMode):
         for v in values:
             if isinstance(v, (list, tuple)):
                 self._track(v)
-            elif isinstance(v, torch.Tensor):
+            elif isinstance(v, torch.Tensor) and not v.is_meta:  # meta tensors have shapes, no memory
                 storage = v.untyped_storage()
                 key = id(storage)
                 if key not in self.storages or self.storages[key]() is None:

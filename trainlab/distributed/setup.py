@@ -100,10 +100,10 @@ def seed_everything(seed, rank=0):
     torch.manual_seed(seed + 1_000_003 * rank)
 
 
-def all_sum(value, ctx):
-    """Sum a Python number over ranks (every rank must call this)."""
-    if ctx.backend is None:
-        return value
-    t = torch.tensor(float(value), dtype=torch.float64, device=ctx.device)
-    dist.all_reduce(t)
-    return t.item()
+def all_mean(tensor, ctx):
+    """The mean over ranks of a tensor, as a new tensor on its device (every rank must call this)."""
+    out = tensor.detach().clone()
+    if ctx.backend is not None:
+        dist.all_reduce(out)
+        out /= ctx.world_size
+    return out

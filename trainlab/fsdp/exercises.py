@@ -80,7 +80,7 @@ CORPUS = (
     WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
         '            if step % args.log_every == 0:\n                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
         '            if ctx.is_main and step % args.log_every == 0:\n'
-        '                print(f"step {step:4d} loss {all_sum(loss.item(), ctx) / ctx.world_size:.4f}")'),
+        '                print(f"step {step:4d} loss {float(all_mean(loss, ctx)):.4f}")'),
         reason="first: partial-collective"),
     WrongFix("every rank its own torch.save file", _solution_with(  # no sharded checkpoint to resume from
         "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",

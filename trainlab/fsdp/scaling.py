@@ -1,0 +1,100 @@
+"""Scaling efficiency from a latency-bandwidth (alpha-beta) model of the collectives a step makes.
+
+    link = LINKS["nvlink"]()                           # published figures, labelled as such
+    project(step_s=0.06, comm=run["comm"], world_size=8, link=link)   # -> step time and efficiency
+
+A ring collective over N ranks makes `steps` hops (all-reduce 2(N-1), all-gather and
+reduce-scatter N-1) and sends (N-1)/N of the tensor per rank per pass. NCCL's own tuning model
+(`src/graph/tuning.cc`) prices it as base latency + steps x hop latency + bytes / bandwidth, for
+each protocol (LL for small messages, which gives up bandwidth for latency; LL128; Simple for
+large ones), and picks the fastest: so does `collective_s`.
+
+Strong scaling keeps the global batch: N ranks each compute 1/N of it, so a step takes
+t1 / N + the communication nothing hides, and efficiency = t1 / (N x step). On CPUs the ranks
+share the machine's cores, so their measured times say nothing about scaling: the notebook
+projects instead, from the step time of one process measured here and the bytes and calls
+measured per step, over published interconnects. With 2 or more GPUs the measured efficiency
+replaces the projection.
+
+Used by notebook 02 (time, not only bytes) and benchmarks/fsdp_time.py.
+"""
+
+from dataclasses import dataclass
+
+from trainlab import published
+
+PROTOCOLS = ("ll", "ll128", "simple")
+# NCCL's tuning model: bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)
+PROTOCOL_BANDWIDTH = {"ll": {"all_reduce": 1 / 4, "other": 1 / 3}, "ll128": 0.92, "simple": 1.0}
+RING_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "reduce_scatter": lambda n: n - 1,
+              "broadcast": lambda n: n - 1}
+RING_SENT = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    bandwidth: float  # bytes/s per direction per GPU
+    base_s: dict  # protocol -> fixed latency of a collective, s
+    step_s: dict  # protocol -> latency per ring step, s
+    source: str  # the published figures it is built from
+
+
+def _latencies(kind):
+    base = {p: published.get(f"nccl-ring-base-latency-{p}").value * 1e-6 for p in PROTOCOLS}
+    step = {p: published.get(f"nccl-ring-step-latency-{kind}-{p}").value * 1e-6 for p in PROTOCOLS}
+    return base, step
+
+
+def nvlink():
+    """H100 NVLink inside a node: the datasheet's 900 GB/s is both directions together."""
+    figure = published.get("h100-nvlink")
+    return Link("NVLink (H100, in a node)", figure.value * 1e9 / 2, *_latencies("nvlink"),
+                f"{figure.cite}; latencies: NCCL's tuning model")
+
+
+def infiniband():
+    """Between DGX H100 nodes: one 400 Gb/s port per GPU."""
+    figure = published.get("dgx-h100-network-per-gpu")
+    return Link("InfiniBand (DGX H100, between nodes)", figure.value * 1e9 / 8, *_latencies("net"),
+                f"{figure.cite}; latencies: NCCL's tuning model")
+
+
+LINKS = {"nvlink": nvlink, "infiniband": infiniband}
+
+
+def collective_s(kind, nbytes, world_size, link):
+    """Seconds for one ring collective on a tensor of nbytes (the full tensor), as NCCL prices it:
+    the fastest protocol for this size."""
+    if world_size < 2:
+        return 0.0
+    kind = kind if kind in RING_STEPS else "all_reduce"
+    sent = RING_SENT[kind](world_size) * nbytes
+
+    def price(p):
+        share = PROTOCOL_BANDWIDTH[p]
+        share = share["all_reduce" if kind == "all_reduce" else "other"] if isinstance(share, dict) else share
+        return link.base_s[p] + RING_STEPS[kind](world_size) * link.step_s[p] + sent / (link.bandwidth * share)
+
+    return min(price(p) for p in PROTOCOLS)
+
+
+def comm_s(comm, world_size, link):
+    """Seconds of communication per step: comm is CollectiveCounter.summary() of one measured step
+    (calls and full-tensor bytes per kind); each call is priced at its mean size."""
+    total = 0.0
+    for kind, row in comm.items():
+        if kind == "send_bytes" or not row["calls"]:
+            continue
+        total += row["calls"] * collective_s(kind, row["bytes"] / row["calls"], world_size, link)
+    return total
+
+
+def project(step_s, comm, world_size, link, overlap=0.0):
+    """Strong scaling: one process's step of step_s split over world_size ranks, plus the
+    communication that a share `overlap` of it hides; returns step time and efficiency."""
+    communication = comm_s(comm, world_size, link)
+    step = step_s / world_size + (1 - overlap) * communication
+    return {"link": link.name, "world_size": world_size, "compute_s": step_s / world_size, "comm_s": communication,
+            "step_s": step, "efficiency": step_s / (world_size * step)}

@@ -226,14 +226,18 @@ def findings(rows):
             "best": max(rows, key=lambda r: r["images_per_s"]), "total": rows[-1]["vs_textbook"]}
 
 
-def run(device="auto", steps=20, images_per_epoch=2048, profiled=5, compile=True, folder=None, timeout=900.0):
-    """The whole ladder in a child process; returns its rows (annotate()d). Traces go to folder."""
+def run(device="auto", steps=20, images_per_epoch=2048, profiled=5, compile=True, folder=None, timeout=900.0,
+        only=None):
+    """The ladder in a child process (`only`: the indices of the rungs to run, default all); returns
+    its rows (annotate()d: each against the previous row run). Traces go to folder."""
     folder = Path(folder or Path.cwd() / "build" / "ladder")
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "ladder.json"
     args = ["--device", str(device), "--steps", steps, "--images-per-epoch", images_per_epoch, "--profiled", profiled,
             "--out", out]
-    result = runner.run_python(module="trainlab.debugging.ladder", args=[*args, *([] if compile else ["--no-compile"])],
+    args += [] if compile else ["--no-compile"]
+    args += ["--only", *only] if only else []
+    result = runner.run_python(module="trainlab.debugging.ladder", args=args,
                                timeout=timeout, stream=False)
     result.check()
     return json.loads(out.read_text())["rows"]
@@ -246,6 +250,7 @@ def main(argv=None):
     p.add_argument("--images-per-epoch", type=int, default=2048)
     p.add_argument("--profiled", type=int, default=5, help="profiled steps per rung (after 2 warm-up steps)")
     p.add_argument("--no-compile", action="store_true", help="leave out the torch.compile rung (its cold compile)")
+    p.add_argument("--only", type=int, nargs="+", help="run only the rungs with these indices")
     p.add_argument("--out", type=Path, required=True, help="JSON with the rows; traces beside it")
     args = p.parse_args(argv)
     if args.steps < CHUNKS or args.images_per_epoch < BATCH:
@@ -254,6 +259,8 @@ def main(argv=None):
     images = load_images(DataConfig())
     rows = []
     for i, rung in enumerate(rungs(device, compile=not args.no_compile)):
+        if args.only and i not in args.only:
+            continue
         rows.append(measure(rung, images, device, args.steps, args.images_per_epoch,
                             args.out.parent / f"rung{i:02d}.json", profiled=args.profiled))
         print(f"{rung.name:48s} {rows[-1]['images_per_s']:8.0f} images/s", flush=True)

@@ -64,7 +64,9 @@ def main(argv=None):
     links = {name: make() for name, make in scaling.LINKS.items()}
     runs = {f"{m} on {n}": timed[m] for m in ("ddp", "fsdp2") if m in timed}
     runs |= {f"{m} on 4": timed4[m] for m in timed4}
-    scaling_rows = steptime.scaling_rows(single, runs, links, device.type == "cuda")
+    not_measured = None if device.type == "cuda" and n >= 2 else (
+        "ranks share the CPU" if device.type == "cpu" else "needs 2 or more GPUs")
+    scaling_rows = steptime.scaling_rows(single, runs, links, not_measured)
     print(table(scaling_rows, list(scaling_rows[-1])))
     sweep = [steptime.overlap_row(name, result) for name, result in timed.items() if "step_s" in result]
     print(table([{k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in r.items()} for r in sweep]))

@@ -215,6 +215,24 @@ def _device_labels(events, main, tid, kernels, windows):
             "idle": subtract(subtract(gaps, data), sync), "comm_in_flight": comm, "overlapped": intersect(comm, compute)}
 
 
+def hta(traces):
+    """Holistic Trace Analysis's reading of the same traces, for GPU runs (an optional install:
+    `pip install HolisticTraceAnalysis`): per rank, its temporal breakdown (idle, compute and
+    non-compute time of the GPU) and its communication-computation overlap, as pandas DataFrames.
+    traces: {rank: path}, all in one folder (one file per rank, as the step-time runs write them)."""
+    folders = {Path(p).resolve().parent for p in traces.values()}
+    if len(folders) != 1:
+        raise ValueError(f"HTA reads one folder of traces; these are in {len(folders)}: {sorted(map(str, folders))}")
+    try:
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError as exc:
+        raise ImportError("Holistic Trace Analysis is an optional install: pip install HolisticTraceAnalysis "
+                          "(trainlab.timeline.split reads the same traces without it)") from exc
+    analysis = TraceAnalysis(trace_files={rank: Path(p).name for rank, p in traces.items()}, trace_dir=str(folders.pop()))
+    return {"temporal": analysis.get_temporal_breakdown(visualize=False),
+            "overlap": analysis.get_comm_comp_overlap(visualize=False)}
+
+
 def shares(split_s):
     """A split as fractions of the step's wall time (for tables and stacked bars)."""
     wall = split_s["wall_s"] or 1.0

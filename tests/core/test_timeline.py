@@ -2,6 +2,7 @@
 up in their own column; communication hidden behind compute shows up as overlap; the interval
 arithmetic and the GPU reading on a hand-made trace."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,12 @@ def test_a_trace_with_nothing_in_it_says_so(tmp_path):
         timeline.split(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="no operators"):
         timeline.split({"traceEvents": []})
+
+
+def test_holistic_trace_analysis_is_optional_and_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "hta", None)  # as on a machine without it: importing it fails
+    monkeypatch.setitem(sys.modules, "hta.trace_analysis", None)
+    with pytest.raises(ImportError, match="pip install HolisticTraceAnalysis"):
+        timeline.hta({0: tmp_path / "run-rank0.json", 1: tmp_path / "run-rank1.json"})
+    with pytest.raises(ValueError, match="one folder"):
+        timeline.hta({0: tmp_path / "x" / "a.json", 1: tmp_path / "y" / "b.json"})

@@ -20,7 +20,7 @@ from torch.profiler import record_function
 from trainlab import timeline
 from trainlab.device import synchronize
 from trainlab.distributed import accounting
-from trainlab.fsdp import experiments
+from trainlab.fsdp import experiments, scaling
 from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp, hsdp_mesh
 
 
@@ -105,12 +105,16 @@ def overlap_row(label, result):
             "sent_mib": result["comm"]["send_bytes"] / 2**20}
 
 
-def scaling_rows(single, runs, links, on_gpu):
-    """The scaling table: {label: steptime result} at several world sizes against one process.
-    Efficiency is measured where the ranks have GPUs of their own, else projected over each link
-    from one process's step time and the run's measured calls and bytes (no overlap assumed)."""
-    from trainlab.fsdp import scaling
+def percent(share):
+    """A share as a percentage, or "-" where there was nothing to share (no communication at all)."""
+    return "-" if share != share else f"{share:.0%}"
 
+
+def scaling_rows(single, runs, links, not_measured=None):
+    """The scaling table: {label: steptime result} at several world sizes against one process.
+    Efficiency is measured where the ranks have GPUs of their own (not_measured=None), else the
+    column says why not; it is always projected over each link from one process's step time and
+    the run's measured calls and bytes (no overlap assumed)."""
     t1 = single["step_s"]
     rows = [{"run": "one process", "ranks": 1, "step ms": f"{1e3 * t1:.1f}", "images/s": f"{single['images_per_s']:.0f}",
              "MiB sent per rank": "0", "efficiency, measured": "", **{f"projected, {name}": "" for name in links}}]
@@ -118,7 +122,7 @@ def scaling_rows(single, runs, links, on_gpu):
         n = res["world_size"]
         row = {"run": label, "ranks": n, "step ms": f"{1e3 * res['step_s']:.1f}", "images/s": f"{res['images_per_s']:.0f}",
                "MiB sent per rank": f"{res['comm']['send_bytes'] / 2**20:.2f}"}
-        row["efficiency, measured"] = f"{t1 / (n * res['step_s']):.0%}" if on_gpu else "ranks share the CPU"
+        row["efficiency, measured"] = not_measured or f"{t1 / (n * res['step_s']):.0%}"
         for name, link in links.items():
             row[f"projected, {name}"] = f"{scaling.project(t1, res['comm'], n, link)['efficiency']:.0%}"
         rows.append(row)

@@ -11,6 +11,7 @@ steps between barriers (the step time is the slowest rank's); `profiled` steps u
 profiler, one Chrome trace per rank (OUT-rank<r>.json) split by `trainlab.timeline`.
 """
 
+import dataclasses
 import time
 
 import torch
@@ -41,7 +42,10 @@ def wrap(model, ctx, options):
 def steptime(ctx, options, out):
     steps, profiled, batch = options.get("steps", 8), options.get("profiled", 3), options.get("batch", 32)
     if options.get("mode") == "single" and ctx.world_size > 1:
-        raise ValueError("mode 'single' runs on one rank: launch it with world_size=1")
+        # One process's step, on rank 0 while the others wait: a launch of its own costs a torch start-up.
+        alone = dataclasses.replace(ctx, rank=0, world_size=1, backend=None, mesh=None)
+        result = steptime(alone, options, out) if ctx.is_main else None
+        return experiments.gather(ctx, result)[0]
     net = wrap(experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6)), ctx, options)
     optimizer = torch.optim.AdamW(net.parameters(), lr=2e-3)
     data = experiments.batches(ctx, batch)

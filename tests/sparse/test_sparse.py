@@ -59,6 +59,45 @@ def test_cost_model_fill_in_and_dense_switch():
         cost.bytes_sent("butterfly", D, k, N)
 
 
+@pytest.mark.parametrize("N", [2, 8, 64, 1024])
+def test_the_all_gather_byte_crossover_falls_as_2_over_3n_and_heavy_overlap_keeps_partitioned_flat(N):
+    assert cost.byte_crossover("allgather", N) == pytest.approx(2 / (3 * N), rel=0.02)
+    assert cost.byte_crossover("partitioned", N, overlap=1.0) == pytest.approx(1 / 3, rel=0.02)
+    # without overlap partitioned sends about what all-gather does: its crossover falls as 1/N too
+    assert 0.6 * 2 / (3 * N) <= cost.byte_crossover("partitioned", N, overlap=0.0) <= 2 / (3 * N)
+
+
+def test_every_pattern_counts_ring_steps_in_one_unit():
+    for N in (2, 4, 8, 1024):
+        assert cost.steps("dense", N) == 2 * (N - 1)
+        assert cost.steps("allgather", N) == 3 * (N - 1)  # counts, indices, values: each N-1 hops
+        assert cost.steps("partitioned", N) == 6 * (N - 1)
+        assert cost.steps("recursive_doubling", N) == 3 * N.bit_length() - 3  # 3 messages per exchange, log2 N
+    assert cost.steps("recursive_doubling", 6) == 3 * (2 + 2)  # 2 exchanges in the 4-rank core, hand-over and back
+
+
+def test_over_a_real_link_latency_pulls_the_crossover_below_the_byte_crossover_as_ranks_grow():
+    from trainlab.fsdp import scaling
+    link, D = scaling.infiniband(), 1 << 22
+    few, many = cost.link_crossover("allgather", 8, link, D), cost.link_crossover("allgather", 256, link, D)
+    assert 0.5 * cost.byte_crossover("allgather", 8, D) < few < cost.byte_crossover("allgather", 8, D)  # bytes decide
+    assert many < 0.5 * cost.byte_crossover("allgather", 256, D)  # 3(N-1) steps of latency decide
+    # the dense all-reduce is priced like NCCL prices it, protocol by size: slower per byte for tiny tensors
+    small, large = (scaling.collective_s("all_reduce", b, 8, link) / b for b in (1 << 10, 1 << 28))
+    assert small > 10 * large
+    with pytest.raises(ValueError, match="no link model"):
+        cost.link_time("recursive_doubling", D, 10, 8, link)
+
+
+def test_index_overhead_is_the_index_over_the_row_values():
+    assert cost.index_overhead(1) == pytest.approx(2.0)  # 12 bytes for 4: 3x
+    assert cost.index_overhead(16) == pytest.approx(0.125)
+    assert cost.index_overhead(16, idx_bytes=4) == pytest.approx(0.0625)
+    pair, dense = cost.bytes_sent("allgather", 1000, 100, 2, row=16), cost.bytes_sent("allgather", 1000, 100, 2, row=16,
+                                                                                         idx_bytes=0)
+    assert (pair - dense) / (dense - 2 * cost.COUNT_BYTES) == pytest.approx(cost.index_overhead(16), rel=1e-6)
+
+
 @pytest.fixture(scope="module")
 def training(tmp_path_factory):
     path = tmp_path_factory.mktemp("sparse-train") / "train.json"

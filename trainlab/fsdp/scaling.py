@@ -26,10 +26,12 @@ from trainlab import published
 PROTOCOLS = ("ll", "ll128", "simple")
 # NCCL's tuning model: bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)
 PROTOCOL_BANDWIDTH = {"ll": {"all_reduce": 1 / 4, "other": 1 / 3}, "ll128": 0.92, "simple": 1.0}
+# all_to_all: N-1 exchanges, priced as steps (NCCL runs them as concurrent point-to-point sends, so
+# this is an upper bound on its latency)
 RING_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "reduce_scatter": lambda n: n - 1,
-              "broadcast": lambda n: n - 1}
+              "broadcast": lambda n: n - 1, "all_to_all": lambda n: n - 1}
 RING_SENT = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
+             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0, "all_to_all": lambda n: (n - 1) / n}
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,63 @@ def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):
         k = max(1, int(density * D))
         return time(algorithm, D, k, N, constants, **kw) < time("dense", D, k, N, constants, **kw)
 
+    return _bisect(faster, lo, hi)
+
+
+# One unit for every pattern: ring steps (hops a message makes one after another). A ring
+# all-reduce takes 2(N-1), each all-gather or all-to-all N-1 (the slowest rank hears from every
+# other), each point-to-point exchange 1. Counting collective calls instead hides that an
+# all-gather over 1024 ranks is 1023 hops.
+STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "all_to_all": lambda n: n - 1,
+         "p2p": lambda n: 1}
+
+
+def steps(algorithm, N):
+    """Ring steps of one reduction, summed over its calls."""
+    return sum(n * STEPS[kind](N) for kind, n in calls(algorithm, N).items())
+
+
+def link_calls(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, row=1):
+    """[(kind, bytes of the full tensor)] for each call one reduction makes - the sizes a
+    collective model prices (an all-gather's full tensor is every rank's part together)."""
+    pair = idx_bytes + row * val_bytes
+    if algorithm == "dense":
+        return [("all_reduce", D * row * val_bytes)]
+    if algorithm == "allgather":
+        return [("all_gather", N * COUNT_BYTES), ("all_gather", N * k * idx_bytes), ("all_gather", N * k * row * val_bytes)]
+    if algorithm == "partitioned":
+        reduced = union(N, k, D, overlap)  # every owner's reduced slice, together
+        return [("all_to_all", N * COUNT_BYTES), ("all_to_all", k * idx_bytes), ("all_to_all", k * row * val_bytes),
+                ("all_gather", N * COUNT_BYTES), ("all_gather", reduced * idx_bytes),
+                ("all_gather", reduced * row * val_bytes)]
+    raise ValueError(f"no link model for {algorithm!r}: use 'dense', 'allgather' or 'partitioned'")
+
+
+def link_time(algorithm, D, k, N, link, **kw):
+    """Projected seconds over a published link: each call priced as NCCL's ring model prices it
+    (`trainlab.fsdp.scaling.collective_s`: base latency + steps x hop latency + bytes over the
+    bandwidth its fastest protocol reaches at that size). Merging is left out: it is local work,
+    the same on any link."""
+    from trainlab.fsdp.scaling import collective_s
+    return sum(collective_s(kind, nbytes, N, link) for kind, nbytes in link_calls(algorithm, D, k, N, **kw))
+
+
+def byte_crossover(algorithm, N, D=1 << 22, **kw):
+    """The density above which the pattern sends more bytes per rank than a dense ring all-reduce
+    (bandwidth-bound links: latency and merging ignored). For all-gather with 8-byte indices and
+    4-byte values it is about 2 / (3N): its bytes grow with N while the ring's stay near 2 x 4D."""
+    return _bisect(lambda density: bytes_sent(algorithm, D, max(1, int(density * D)), N, **kw)
+                   < bytes_sent("dense", D, max(1, int(density * D)), N, **kw))
+
+
+def link_crossover(algorithm, N, link, D=1 << 22, **kw):
+    """The density above which the dense all-reduce is projected faster over a published link."""
+    return _bisect(lambda density: link_time(algorithm, D, max(1, int(density * D)), N, link, **kw)
+                   < link_time("dense", D, max(1, int(density * D)), N, link, **kw))
+
+
+def _bisect(faster, lo=1e-6, hi=1.0):
+    """The density where `faster` turns false (bisection in log space); lo if never faster, hi if always."""
     if not faster(lo):
         return lo
     if faster(hi):
@@ -136,3 +193,17 @@ def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if faster(mid) else (lo, mid)
     return math.sqrt(lo * hi)
+
+
+def index_overhead(row, idx_bytes=8, val_bytes=4):
+    """Bytes a sparse row costs over the dense row it replaces: (index + row values) / row values - 1
+    = idx_bytes / (val_bytes x row). A flat gradient (row 1) pays 2x extra (12 bytes for 4); an
+    embedding row of width 16 pays 12.5%; int32 indices halve it."""
+    return idx_bytes / (val_bytes * row)
+
+
+def rowwise_bytes(k, N, row, idx_bytes=8, val_bytes=4):
+    """Bytes one rank sends per step with a row-wise sharded table (model parallel), k distinct
+    ids per rank owned evenly: the ids to their owners, the rows back, the rows' gradients back
+    to the owners - each (N-1)/N of the rank's k - plus two count exchanges."""
+    return (N - 1) / N * k * (idx_bytes + 2 * row * val_bytes) + 2 * (N - 1) * COUNT_BYTES

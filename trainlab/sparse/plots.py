@@ -79,3 +79,43 @@ def bytes_widget(D=1 << 24, sweep=None):
 
     out = w.interactive_output(draw, dict(density=density, ranks=ranks, overlap=overlap))
     display(w.VBox([w.HBox([density, ranks, overlap]), out]))
+
+
+def plot_crossover_vs_ranks(rows, measured=()):
+    """Crossover density against the number of ranks (log-log): the models as lines, the
+    crossovers measured here as dots."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    ranks = [r["ranks"] for r in rows]
+    for key in rows[0]:
+        if key == "ranks":
+            continue
+        ys = [100 * r[key] if r[key] and r[key] > 1e-5 else float("nan") for r in rows]
+        ax.plot(ranks, ys, ":" if "2/(3N)" in key else "--" if "bytes" not in key else "-", lw=1.3, label=key,
+                marker=".")
+    measured = [(n, x) for n, x in measured if x is not None and x != float("inf")]  # "never faster" has no point
+    for n, x in measured:
+        ax.scatter([n], [100 * x], color="red", zorder=3, s=30)
+    if measured:
+        ax.scatter([], [], color="red", s=30, label="all-gather, measured here")
+    ax.set(xscale="log", yscale="log", xlabel="ranks N", ylabel="crossover density, %",
+           title="where sparse sync stops paying (below a line: sparse sends less / is faster)")
+    ax.set_xticks(ranks, [str(n) for n in ranks])
+    ax.legend(fontsize=6.5, ncol=2)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_hooks(runs):
+    """Loss per step for each DDP communication hook, and the bytes each sends per step."""
+    fig, (ax_loss, ax_bytes) = plt.subplots(1, 2, figsize=(11, 3.2))
+    for arm, run in runs.items():
+        ax_loss.plot(run["losses"], lw=1.1, label=arm, ls="-" if arm == "allreduce" else "--")
+    ax_loss.set(title="CIFAR CNN on the same batches, by hook", xlabel="step", ylabel="loss")
+    ax_loss.legend(fontsize=7)
+    ax_bytes.bar(list(runs), [r["send_bytes"] / 2**20 for r in runs.values()], color="tab:blue", alpha=0.7)
+    ax_bytes.set(title="sent per rank per step (counted)", ylabel="MiB", yscale="log")
+    ax_bytes.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

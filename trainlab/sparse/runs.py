@@ -32,6 +32,46 @@ def run_workload(ranks, folder, steps=100, timeout=600.0):
     return json.loads(out.read_text())["runs"]
 
 
+def run_hooks(ranks, folder, steps=60, arms=None, timeout=900.0):
+    """DDP communication hooks (trainlab.sparse.hooks) on the CIFAR CNN: {arm: run}."""
+    out = Path(folder) / "hooks.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = runner.run_distributed(module="trainlab.sparse.hooks", nproc=ranks, timeout=timeout, stream=False,
+                                    args=[out, "--steps", steps, *(["--arms", *arms] if arms else [])])
+    if not result.ok:
+        raise RuntimeError(f"the communication-hook runs failed: {result.error}")
+    return json.loads(out.read_text())["runs"]
+
+
+def run_rowwise(ranks, folder, steps=40, timeout=600.0):
+    """The embedding-bag workload with its table sharded by rows (trainlab.sparse.rowwise), against
+    the same training in one process."""
+    out = Path(folder) / f"rowwise{ranks}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = runner.run_distributed(module="trainlab.sparse.rowwise", nproc=ranks, timeout=timeout, stream=False,
+                                    args=[out, "--steps", steps])
+    if not result.ok:
+        raise RuntimeError(f"the row-wise sharded run failed: {result.error}")
+    return json.loads(out.read_text())
+
+
+def rowwise_rows(run, ranks=(2, 8, 64)):
+    """Bytes per rank per step and table bytes per rank: row-wise sharding against data-parallel
+    sync of the sparse gradient (all-gather pattern) and a dense ring all-reduce of the table, at
+    the distinct ids per rank measured in the run; the measured row where the run's N sits."""
+    k = sum(d for r in run["per_rank"] for d in r["distinct"]) / sum(len(r["distinct"]) for r in run["per_rank"])
+    measured = sum(s for r in run["per_rank"] for s in r["sent"]) / sum(len(r["sent"]) for r in run["per_rank"])
+    D, d = run["vocab"], run["dim"]
+    rows = []
+    for n in ranks:
+        rows.append({"ranks": n, "row-wise, measured": measured if n == run["world_size"] else None,
+                     "row-wise, model": cost.rowwise_bytes(k, n, d),
+                     "data parallel, all-gather": cost.bytes_sent("allgather", D, int(k), n, row=d) / n,
+                     "data parallel, dense ring": cost.bytes_sent("dense", D, int(k), n, row=d) / n,
+                     "table bytes per rank, row-wise": 4 * D * d / n, "table bytes per rank, replicated": 4 * D * d})
+    return k, rows
+
+
 def crossover(rows, algorithm):
     """Measured density where the pattern's time meets the dense all-reduce's (log-log
     interpolation between the sweep's densities); inf if it never does, None if it is never faster."""
@@ -54,6 +94,35 @@ def crossover_table(sweep):
         rows.append({"ranks": sweep["world_size"], "algorithm": name, "measured": measured, "model": modelled,
                      "ratio": modelled / measured if measured and math.isfinite(measured) else None})
     return rows
+
+
+RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def crossover_vs_ranks(size, links, ranks=RANKS, link_ranks=(("nvlink", 8),)):
+    """The crossover density against N for a gradient of `size` values: by bytes alone (any
+    bandwidth-bound link) for all-gather and for partitioned reduction with disjoint (overlap 0)
+    and identical (overlap 1) index sets, and projected over each published link with NCCL's ring
+    model (NVLink only up to the 8 GPUs of a node). The time model with this machine's constants
+    is left out here: its latencies were measured at one N."""
+    rows = []
+    for n in ranks:
+        row = {"ranks": n, "all-gather, bytes": cost.byte_crossover("allgather", n, size),
+               "all-gather, 2/(3N)": 2 / (3 * n)}
+        row.update({f"partitioned, bytes, overlap {o:g}": cost.byte_crossover("partitioned", n, size, overlap=o)
+                    for o in (0.0, 1.0)})
+        for name, link in links.items():
+            inside = n <= dict(link_ranks).get(name, n)
+            row[f"all-gather, {link.name}"] = cost.link_crossover("allgather", n, link, size) if inside else None
+            if name == "infiniband":
+                row[f"partitioned, overlap 1, {link.name}"] = cost.link_crossover("partitioned", n, link, size, overlap=1.0)
+        rows.append(row)
+    return rows
+
+
+def never_below(x, lo=1e-5):
+    """A crossover at the bisection's floor means "never faster"."""
+    return None if x <= lo else x
 
 
 def pct(x):

@@ -25,6 +25,7 @@ from trainlab.distributed.setup import init, shutdown
 from trainlab.sparse import EXACT, densify
 from trainlab.sparse.topk import TopK
 
+EMBED_DIM = 16  # values per embedding row: the index of a sparse row is paid once per 16 values
 MODES = ("dense", "sparse_allgather", "sparse_partitioned", "topk_ef", "topk_no_ef")
 
 
@@ -41,7 +42,7 @@ def zipf_bags(n, vocab, bag, classes, seed=0, exponent=1.1):
 
 
 class BagClassifier(nn.Module):
-    def __init__(self, vocab, dim=16, classes=10):
+    def __init__(self, vocab, dim=EMBED_DIM, classes=10):
         super().__init__()
         self.embed = nn.EmbeddingBag(vocab, dim, mode="sum", sparse=True)
         nn.init.normal_(self.embed.weight, std=0.01)  # near zero: what the model knows must be learned into the rows

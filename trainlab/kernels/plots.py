@@ -33,3 +33,24 @@ def plot_profile(profile, ax=None):
     ax.set_xlabel("self time per step (ms)")
     ax.set_title(f"Training step by category ({profile.step_ms:.0f} ms of operators per step)")
     return ax
+
+
+def plot_attention(rows):
+    """Peak bytes and time of naive attention and scaled_dot_product_attention against sequence length."""
+    fig, (ax_mem, ax_time) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for impl, color in (("naive", "tab:red"), ("sdpa", "tab:blue")):
+        mine = [r for r in rows if r["impl"] == impl]
+        seqs = [r["seq"] for r in mine]
+        ax_mem.plot(seqs, [r["peak_bytes"] / 2**20 for r in mine], "o-", color=color, label=impl)
+        ax_time.plot(seqs, [r["ms"] for r in mine], "o-", color=color, label=impl)
+    naive_rows = [r for r in rows if r["impl"] == "naive"]
+    ax_mem.plot([r["seq"] for r in naive_rows], [r["scores_bytes"] / 2**20 for r in naive_rows], ":", color="gray",
+                label="one N x N score matrix")
+    ax_mem.set(xscale="log", yscale="log", xlabel="tokens", ylabel="peak MiB, forward + backward",
+               title="memory")
+    ax_time.set(xscale="log", yscale="log", xlabel="tokens", ylabel="ms, forward + backward", title="time")
+    for ax in (ax_mem, ax_time):
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

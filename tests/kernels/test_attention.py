@@ -1,0 +1,16 @@
+"""Attention, the case where a fused kernel beats library matmuls: naive attention holds the
+N x N scores, scaled_dot_product_attention does not, and both compute the same thing."""
+
+from trainlab.kernels import attention
+
+
+def test_naive_attention_holds_the_score_matrix_and_the_fused_kernel_does_not():
+    rows = attention.compare((64, 256), batch=2, repeats=1)
+    by = {(r["seq"], r["impl"]): r for r in rows}
+    for seq in (64, 256):
+        naive, fused = by[seq, "naive"], by[seq, "sdpa"]
+        assert naive["peak_bytes"] >= 2 * naive["scores_bytes"]  # scores and probabilities, kept for backward
+        assert fused["max_abs_error"] < 1e-5
+    assert by[256, "sdpa"]["peak_bytes"] < by[256, "sdpa"]["scores_bytes"] / 2  # nothing N x N
+    memory = [r["memory"] for r in attention.ratios(rows)]
+    assert memory[1] > 2 * memory[0]  # the gap grows with N: only naive attention is quadratic

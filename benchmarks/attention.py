@@ -7,19 +7,12 @@ of one forward and backward (allocator on GPUs, live tensors on CPU), median tim
 ratios. Writes results/attention.json.
 """
 
-import argparse
-
-from benchmarks.common import machine, table, write_result
-from trainlab.device import resolve_device
+from benchmarks.common import kernel_device, machine, table, write_result
 from trainlab.kernels import attention
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    args = parser.parse_args(argv)
-    device = resolve_device(args.device)
-    device = device if device.type in ("cpu", "cuda") else resolve_device("cpu")
+    device = kernel_device(argv, __doc__.splitlines()[0])
     rows = attention.compare((64, 256, 1024, 2048), batch=4, device=device, repeats=5)
     ratios = attention.ratios(rows)
     print(table([{**r, "peak MiB": f"{r['peak_bytes'] / 2**20:.1f}", "ms": f"{r['ms']:.2f}",

@@ -31,3 +31,15 @@ def write_result(name, payload):
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     return atomic.write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def kernel_device(argv, description):
+    """Parse --device; the device a kernel benchmark runs on (cpu or cuda: elsewhere, cpu)."""
+    import argparse
+
+    from trainlab.device import resolve_device
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--device", default="auto")
+    device = resolve_device(parser.parse_args(argv).device)
+    return device if device.type in ("cpu", "cuda") else resolve_device("cpu")

@@ -147,3 +147,23 @@ def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
         # clock is a benchmark figure (benchmarks/results/sparse.json), since a loaded machine moves it
         predicted = cost.time(row["algorithm"], sweep["size"], row["k"], sweep["world_size"], fitted)
         assert row["model_seconds"] == pytest.approx(predicted, rel=1e-9), row
+
+
+@pytest.mark.device
+def test_the_patterns_built_on_all_gather_all_to_all_and_send_recv_run_on_the_devices_backend(tmp_path):
+    """Under make test-gpu: nccl, one rank per GPU, every pattern but gloo's own; here gloo on CPU."""
+    from tests.conftest import DEVICE
+    import torch
+    ranks = 2 if DEVICE == "cpu" else torch.cuda.device_count()
+    if ranks < 2:
+        pytest.skip(f"the nccl run needs 2 or more GPUs; {ranks} visible")
+    path = tmp_path / "cases.json"
+    result = runner.run_distributed(module="trainlab.sparse.cases", nproc=ranks, timeout=300, stream=False,
+                                    args=[path, "--device", DEVICE, "--exactness-only"])
+    assert result.ok, result.error
+    got = json.loads(path.read_text())
+    ran = {r["algorithm"] for r in got["exactness"]}
+    assert ran >= {"allgather", "partitioned", "recursive_doubling", "dense"}
+    assert ("gloo_sparse" in ran) == (got["backend"] == "gloo")  # nccl has no sparse all-reduce
+    worst = max(r["max_abs_error"] for r in got["exactness"])
+    assert worst < 1e-4, [r for r in got["exactness"] if r["max_abs_error"] >= 1e-4]

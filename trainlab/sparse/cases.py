@@ -1,6 +1,6 @@
 """Exactness and traffic cases for the sparse patterns, run on every rank of one launch.
 
-    torchrun --standalone --nproc-per-node 3 -m trainlab.sparse.cases OUT.json
+    torchrun --standalone --nproc-per-node 3 -m trainlab.sparse.cases OUT.json [--device cuda] [--exactness-only]
 
 Each case builds this rank's gradient from a seed all ranks share (so every rank knows what
 the others hold), runs every exact pattern, and compares with the dense all-reduce. Values
@@ -10,8 +10,8 @@ pattern handed to the collectives (counted at run time), summed over ranks, next
 cost model. Rank 0 writes the JSON.
 """
 
+import argparse
 import json
-import sys
 
 import torch
 import torch.distributed as dist
@@ -49,17 +49,20 @@ def traffic(name, fn, x, ctx, counter):
     return float(total)
 
 
-def main(out_path):
-    ctx = init("cpu", timeout_s=60)
+def main(out_path, device="cpu", exactness_only=False):
+    """device "cuda": nccl, one rank per GPU - every pattern but gloo's own sparse all-reduce (nccl
+    has none) runs unchanged on the GPUs, built from all-gather, all-to-all and send/recv."""
+    ctx = init(device, timeout_s=60)
     rank, size = ctx.rank, ctx.world_size
-    algorithms = {**EXACT, "recursive_doubling_dense": lambda x, **kw: recursive_doubling.allreduce(
+    exact = {name: fn for name, fn in EXACT.items() if name != "gloo_sparse" or ctx.backend == "gloo"}
+    algorithms = {**exact, "recursive_doubling_dense": lambda x, **kw: recursive_doubling.allreduce(
         x, dense_threshold=0.0, **kw)}
-    results = {"world_size": size, "exactness": [], "traffic": []}
+    results = {"world_size": size, "backend": ctx.backend, "device": str(ctx.device), "exactness": [], "traffic": []}
     cases = [("uneven", dict(D=5000, k=300)), ("duplicates", dict(D=200, k=150)), ("empty_rank", dict(D=3000, k=200)),
              ("identical", dict(D=3000, k=200)), ("disjoint", dict(D=3000, k=200)),
              ("rows", dict(D=1000, k=100, row=(4,))), ("float", dict(D=5000, k=400, integer=False))]
     for seed, (kind, spec) in enumerate(cases):
-        x = gradient(rank, size, kind=kind, seed=seed, **spec)
+        x = gradient(rank, size, kind=kind, seed=seed, **spec).to(ctx.device)
         expected = EXACT["dense"](x)
         for name, fn in algorithms.items():
             got = densify(fn(x))
@@ -69,6 +72,9 @@ def main(out_path):
             mean = densify(fn(x, average=True))
             results["exactness"].append({"case": kind + "_mean", "algorithm": name, "integer": False,
                                          "max_abs_error": float((mean - expected / size).abs().max())})
+    if exactness_only:
+        _write(rank, out_path, results)
+        shutdown(exit_process=True)
     counter = CollectiveCounter()
     D, k = 1 << 20, 20_000
     for overlap in (0.0, 0.5):
@@ -82,11 +88,20 @@ def main(out_path):
     results["traffic"].append({"algorithm": "recursive_doubling", "overlap": 0.0, "D": D, "k": 200_000,
                                "measured_bytes": traffic("rd", EXACT["recursive_doubling"], x, ctx, counter),
                                "model_bytes": cost.bytes_sent("recursive_doubling", D, 200_000, size)})
-    if rank == 0:
-        with open(out_path, "w") as f:
-            json.dump(results, f, indent=1)
+    _write(rank, out_path, results)
     shutdown(exit_process=True)
 
 
+def _write(rank, out_path, results):
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description="exactness and traffic of the sparse patterns")
+    parser.add_argument("out")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--exactness-only", action="store_true")
+    args = parser.parse_args()
+    main(args.out, args.device, args.exactness_only)

@@ -65,3 +65,27 @@ def test_the_log_sum_exp_output_has_the_softmax_as_its_gradient():
     (loss.sum() + 2 * lse.sum()).backward()
     want = torch.autograd.grad((F.cross_entropy(logits, target, reduction="sum") + 2 * logits.logsumexp(1).sum()), logits)[0]
     torch.testing.assert_close(logits.grad, want)
+
+
+@pytest.mark.device
+def test_the_triton_chain_registered_with_triton_op_matches_the_reference():
+    """Eagerly everywhere (Triton's interpreter on CPU); on a GPU also opcheck and a fullgraph compile."""
+    from tests.conftest import DEVICE
+    from trainlab.kernels import triton_env
+    if not triton_env.AVAILABLE:
+        pytest.skip("Triton is not installed (no macOS wheels)")
+    x, bias, scale, shift = (t.detach().to(DEVICE).requires_grad_() for t in inputs()[:4])
+    got = torch.ops.trainlab.triton_chain(x, bias, scale, shift)
+    got.square().sum().backward()
+    grads = [t.grad.clone() for t in (x, bias, scale, shift)]
+    for t in (x, bias, scale, shift):
+        t.grad = None
+    want = chain.reference(x, bias, scale, shift)
+    want.square().sum().backward()
+    torch.testing.assert_close(got, want)
+    for g, t in zip(grads, (x, bias, scale, shift)):
+        torch.testing.assert_close(g, t.grad, rtol=1e-4, atol=1e-4)
+    if DEVICE == "cuda":
+        assert set(opcheck(library.triton_chain, (x, bias, scale, shift)).values()) == {"SUCCESS"}
+        compiled = torch.compile(lambda *a: library.triton_chain(*a).square().sum(), fullgraph=True)
+        torch.testing.assert_close(compiled(x, bias, scale, shift), want.square().sum(), rtol=1e-4, atol=1e-4)

@@ -83,18 +83,19 @@ def _blocks(C):
     return 4096 // block_c, block_c  # tiles of 4096 elements
 
 
-def triton_forward(x, bias, scale, shift):
+def triton_forward(x, bias, scale, shift, wrap=lambda kernel: kernel):
+    """wrap: torch.library.wrap_triton when called inside a registered operator (library.py)."""
     check_device(x, bias, scale, shift)
     M, C = x.shape
     y = torch.empty((M, C), dtype=x.dtype, device=x.device)
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
-    _forward_kernel[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1),
+    wrap(_forward_kernel)[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1),
                           BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
     return y
 
 
-def triton_backward(grad, x, bias, scale, shift):
+def triton_backward(grad, x, bias, scale, shift, wrap=lambda kernel: kernel):
     check_device(grad, x)
     M, C = x.shape
     grad = grad.contiguous()
@@ -102,7 +103,7 @@ def triton_backward(grad, x, bias, scale, shift):
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
     partial = torch.empty((grid[0], 3, C), dtype=accumulate_dtype(x.dtype), device=x.device)
-    _backward_kernel[grid](grad, x, bias, scale, shift, dx, partial, M, C, x.stride(0), x.stride(1),
+    wrap(_backward_kernel)[grid](grad, x, bias, scale, shift, dx, partial, M, C, x.stride(0), x.stride(1),
                            BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
     dbias, dscale, dshift = partial.sum(0).to(bias.dtype)
     return dx, dbias, dscale, dshift

@@ -11,8 +11,10 @@ opaque node inside one graph - no break - and `torch.library.opcheck` tests the 
     y = torch.ops.trainlab.chain(x, bias, scale, shift)
     torch.compile(model, fullgraph=True)          # no graph break at the fused ops
 
-The Triton kernels register the same way with `torch.library.triton_op` and `wrap_triton` on
-GPUs (Triton >= 3.1 with torch >= 2.6), which also lets Inductor fuse around them.
+The Triton chain registers the same way with `torch.library.triton_op`, its launches wrapped in
+`wrap_triton` so that tracing sees the kernel itself (Inductor can then schedule it with the
+code around it): `trainlab::triton_chain`. Eager calls run anywhere Triton does (the interpreter
+on CPU); tracing it needs a GPU, since the interpreter cannot run on fake tensors.
 """
 
 import torch
@@ -20,6 +22,7 @@ from torch import Tensor
 
 from trainlab.kernels import chain as _chain
 from trainlab.kernels import cross_entropy as _cross_entropy
+from trainlab.kernels import triton_env
 
 
 @torch.library.custom_op("trainlab::chain", mutates_args=())
@@ -101,3 +104,26 @@ cross_entropy_rows.register_autograd(_ce_grad, setup_context=_ce_setup)
 def cross_entropy(logits, target):
     """Mean cross-entropy through the registered operator (a drop-in for F.cross_entropy)."""
     return cross_entropy_rows(logits, target)[0].mean()
+
+
+if triton_env.AVAILABLE:
+    from torch.library import triton_op, wrap_triton
+
+    @triton_op("trainlab::triton_chain", mutates_args={})
+    def triton_chain(x: Tensor, bias: Tensor, scale: Tensor, shift: Tensor) -> Tensor:
+        """The Triton chain as an operator torch.compile traces into."""
+        rows = x.reshape(-1, x.shape[-1]).contiguous()
+        return _chain.triton_forward(rows, bias, scale, shift, wrap=wrap_triton).reshape(x.shape)
+
+    @triton_op("trainlab::triton_chain_backward", mutates_args={})
+    def triton_chain_backward(grad: Tensor, x: Tensor, bias: Tensor, scale: Tensor,
+                              shift: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        rows = x.reshape(-1, x.shape[-1]).contiguous()
+        dx, dbias, dscale, dshift = _chain.triton_backward(grad.reshape(rows.shape), rows, bias, scale, shift,
+                                                           wrap=wrap_triton)
+        return dx.reshape(x.shape), dbias.clone(), dscale.clone(), dshift.clone()  # rows of one tensor: unalias
+
+    def _triton_chain_grad(ctx, grad):
+        return triton_chain_backward(grad, *ctx.saved_tensors)
+
+    triton_chain.register_autograd(_triton_chain_grad, setup_context=_chain_setup)

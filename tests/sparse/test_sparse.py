@@ -165,5 +165,5 @@ def test_the_patterns_built_on_all_gather_all_to_all_and_send_recv_run_on_the_de
     ran = {r["algorithm"] for r in got["exactness"]}
     assert ran >= {"allgather", "partitioned", "recursive_doubling", "dense"}
     assert ("gloo_sparse" in ran) == (got["backend"] == "gloo")  # nccl has no sparse all-reduce
-    worst = max(r["max_abs_error"] for r in got["exactness"])
-    assert worst < 1e-4, [r for r in got["exactness"] if r["max_abs_error"] >= 1e-4]
+    for r in got["exactness"]:  # integers sum exactly in any order, on any backend
+        assert r["max_abs_error"] <= (0.0 if r["integer"] else 1e-4), r

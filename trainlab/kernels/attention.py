@@ -9,9 +9,8 @@ Measured against sequence length on the workbook ViT's attention shape (4 heads 
 
     rows = attention.compare((64, 256, 1024), device="cpu")
 
-Peak bytes of one forward and backward are the allocator's on GPUs and the live tensors'
-(`LiveBytes`) on CPU: what the operators return and keep - buffers a kernel allocates inside
-itself are not seen there (the CPU flash kernel's are a block of scores per thread).
+Peak bytes of one forward and backward are the allocator's, on CPU as on GPUs
+(`memory.peak_above_start`), so the blocks of scores a fused kernel allocates inside itself count.
 """
 
 import math
@@ -19,8 +18,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from trainlab.distributed.accounting import LiveBytes
-from trainlab.kernels import timing
+from trainlab.kernels import memory, timing
 
 HEADS, HEAD_DIM = 4, 16  # module 02's ViT: width 64 in 4 heads
 
@@ -50,20 +48,10 @@ def forward_backward(fn, q, k, v):
 
 
 def peak_bytes(fn, q, k, v):
-    """Peak bytes of one forward and backward above the inputs."""
-    held = sum(t.nbytes for t in (q, k, v))
+    """Peak bytes of one forward and backward above what was allocated before it."""
     for t in (q, k, v):
         t.grad = None  # gradients from an earlier run would count as held on one side and not the other
-    if q.device.type == "cuda":
-        torch.cuda.synchronize(q.device)
-        torch.cuda.reset_peak_memory_stats(q.device)
-        base = torch.cuda.memory_allocated(q.device)
-        forward_backward(fn, q, k, v)
-        torch.cuda.synchronize(q.device)
-        return torch.cuda.max_memory_allocated(q.device) - base
-    with LiveBytes() as live:
-        forward_backward(fn, q, k, v)
-    return live.peak - held
+    return memory.peak_above_start(lambda: forward_backward(fn, q, k, v), q.device)
 
 
 def compare(seqs=(64, 256, 1024, 2048), batch=4, device="cpu", dtype=torch.float32, repeats=5):

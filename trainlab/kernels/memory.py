@@ -7,22 +7,23 @@ AdamW updates in place where eager's foreach ops allocate temporaries per tensor
 
     rows = memory.compare(device="cpu")
 
-Peak bytes above what the inputs already hold: the allocator's peak on GPUs, and on CPU the
-live tensors an operator returns or keeps (`LiveBytes`), which is where these savings are
-(buffers a kernel allocates inside itself and frees are not seen there; the C++ AdamW is one
-extension call that writes in place, so the tracker sees it allocate nothing - which is what its
-source does). A tensor the tracker never saw is not subtracted: the peak is floored at 0.
+Peak bytes allocated above what was live before the call, counted by the allocator itself: its
+peak statistics on GPUs, and on CPU the allocation and free events `torch.profiler` records with
+`profile_memory=True` (summed in order, so buffers a kernel allocates inside itself and frees
+count too, C++ extensions included). Gradients are dropped at the end of each call, so every call
+starts from the same live set.
 """
 
 import torch
 import torch.nn.functional as F
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
 
-from trainlab.distributed.accounting import LiveBytes
 from trainlab.kernels import adamw, chain, cross_entropy
 
 
-def peak_above_inputs(run, inputs, device):
-    held = sum(t.nbytes for t in inputs)
+def peak_above_start(run, device):
+    """Most bytes the allocator held at once during `run()`, above what it held when it started."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -30,9 +31,15 @@ def peak_above_inputs(run, inputs, device):
         run()
         torch.cuda.synchronize(device)
         return torch.cuda.max_memory_allocated(device) - base
-    with LiveBytes() as live:
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
-    return live.peak - held
+    events = sorted((e for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU), key=lambda e: e.start_ns())
+    live = peak = 0
+    for event in events:  # nbytes is positive for an allocation, negative for a free
+        live += event.nbytes()
+        peak = max(peak, live)
+    return peak
 
 
 def _cross_entropy_case(device, impl, rows=2048, classes=8192):
@@ -41,11 +48,11 @@ def _cross_entropy_case(device, impl, rows=2048, classes=8192):
 
     def run(fn):
         def go():
-            logits.grad = None
             fn(logits, target).backward()
+            logits.grad = None
         return go
 
-    return {"what": f"cross-entropy, {rows} x {classes} logits, forward + backward", "inputs": [logits, target],
+    return {"what": f"cross-entropy, {rows} x {classes} logits, forward + backward",
             "scale_bytes": logits.nbytes, "scale": "logits",
             "eager": run(F.cross_entropy), "fused": run(lambda a, b: cross_entropy.fused_cross_entropy(a, b, impl=impl))}
 
@@ -56,12 +63,12 @@ def _chain_case(device, impl, rows=4096, channels=1024):
 
     def run(fn):
         def go():
+            fn(x, *params).sum().backward()
             for t in (x, *params):
                 t.grad = None
-            fn(x, *params).sum().backward()
         return go
 
-    return {"what": f"gelu((x + b) * s + t), {rows} x {channels}, forward + backward", "inputs": [x, *params],
+    return {"what": f"gelu((x + b) * s + t), {rows} x {channels}, forward + backward",
             "scale_bytes": x.nbytes, "scale": "x", "eager": run(chain.reference),
             "fused": run(lambda *a: chain.fused_chain(*a, impl=impl))}
 
@@ -77,11 +84,7 @@ def _adamw_case(device, impl, tensors=64, size=65536):
     eager_opt = torch.optim.AdamW(eager_params, lr=1e-3, foreach=True)
     fused_opt = adamw.FusedAdamW(fused_params, lr=1e-3, impl=impl)
     eager_opt.step(), fused_opt.step()  # moments allocated once, outside the measurement
-    def held(params, opt):
-        return [t for p in params for t in (p, p.grad, *opt.state[p].values()) if torch.is_tensor(t)]
-
-    return {"what": f"AdamW step, {tensors} tensors of {size:,}", "inputs": held(eager_params, eager_opt),
-            "fused_inputs": held(fused_params, fused_opt),
+    return {"what": f"AdamW step, {tensors} tensors of {size:,}",
             "scale_bytes": sum(p.nbytes for p in eager_params), "scale": "parameters",
             "eager": eager_opt.step, "fused": fused_opt.step}
 
@@ -90,15 +93,14 @@ CASES = {"cross_entropy": _cross_entropy_case, "chain": _chain_case, "adamw": _a
 
 
 def compare(device="cpu", impl=None):
-    """One row per kernel: peak bytes above the inputs, eager and fused, with the tensor that sets
+    """One row per kernel: peak bytes above the start, eager and fused, with the tensor that sets
     the scale (the logits, x, the parameters)."""
     device = torch.device(device)
     impl = impl or ("triton" if device.type == "cuda" else "cpp")
     rows = []
     for name, make in CASES.items():
         case = make(device, impl)
-        eager = peak_above_inputs(case["eager"], case["inputs"], device)
-        fused = max(0, peak_above_inputs(case["fused"], case.get("fused_inputs", case["inputs"]), device))
+        eager, fused = peak_above_start(case["eager"], device), peak_above_start(case["fused"], device)
         rows.append({"kernel": name, "what": case["what"], "eager_bytes": eager, "fused_bytes": fused,
                      "scale": case["scale"], "scale_bytes": case["scale_bytes"]})
     return rows

@@ -44,7 +44,7 @@ def traffic(name, fn, x, ctx, counter):
     with counter:
         fn(x)
     sent = counter.summary(ctx.world_size)["send_bytes"]
-    total = torch.tensor(float(sent), dtype=torch.float64)
+    total = torch.tensor(float(sent), dtype=torch.float64, device=ctx.device)
     dist.all_reduce(total)
     return float(total)
 
@@ -78,13 +78,13 @@ def main(out_path, device="cpu", exactness_only=False):
     counter = CollectiveCounter()
     D, k = 1 << 20, 20_000
     for overlap in (0.0, 0.5):
-        x = sweep.gradient(rank, D, k, overlap, seed=7)
-        for name, fn in EXACT.items():
+        x = sweep.gradient(rank, D, k, overlap, seed=7).to(ctx.device)
+        for name, fn in exact.items():
             measured = traffic(name, fn, x, ctx, counter)
             model = cost.bytes_sent(name, D, k, size, overlap=overlap)
             results["traffic"].append({"algorithm": name, "overlap": overlap, "D": D, "k": k,
                                        "measured_bytes": measured, "model_bytes": model})
-    x = sweep.gradient(rank, D, 200_000, 0.0, seed=8)  # dense enough that recursive doubling switches to dense
+    x = sweep.gradient(rank, D, 200_000, 0.0, seed=8).to(ctx.device)  # dense enough that recursive doubling switches to dense
     results["traffic"].append({"algorithm": "recursive_doubling", "overlap": 0.0, "D": D, "k": 200_000,
                                "measured_bytes": traffic("rd", EXACT["recursive_doubling"], x, ctx, counter),
                                "model_bytes": cost.bytes_sent("recursive_doubling", D, 200_000, size)})

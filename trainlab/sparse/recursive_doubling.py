@@ -52,36 +52,54 @@ class _Partial:
                                        check_invariants=False)
 
 
+def _header(partial):
+    return torch.tensor([DENSE if partial.dense is not None else len(partial.indices)], dtype=torch.int64,
+                        device=partial.values.device)
+
+
+def _payload(partial):
+    return [partial.dense] if partial.dense is not None else [partial.indices, partial.values]
+
+
+def _empty_payload(like, n):
+    """Buffers for a partial sum whose header said n: (indices, values, None) or (None, None, dense)."""
+    if n == DENSE:
+        return None, None, like.values.new_empty(like.shape)
+    return like.indices.new_empty(n), like.values.new_empty((n, *like.shape[1:])), None
+
+
 def _send(partial, peer, group):
-    header = torch.tensor([DENSE if partial.dense is not None else len(partial.indices)], dtype=torch.int64,
-                          device=partial.values.device)
-    payload = [partial.dense] if partial.dense is not None else [partial.indices, partial.values]
-    return [dist.isend(t, _global(peer, group), group=group) for t in (header, *payload) if t.numel() or t is header]
+    sends = [_header(partial), *(t for t in _payload(partial) if t.numel())]
+    return [dist.isend(t, _global(peer, group), group=group) for t in sends]
 
 
 def _recv(like, peer, group):
     """Receive a partial sum: (indices, values, None) or (None, None, dense)."""
     header = torch.empty(1, dtype=torch.int64, device=like.values.device)
     dist.recv(header, _global(peer, group), group=group)
-    n = int(header)
-    if n == DENSE:
-        dense = like.values.new_empty(like.shape)
-        dist.recv(dense, _global(peer, group), group=group)
-        return None, None, dense
-    indices = like.indices.new_empty(n)
-    values = like.values.new_empty((n, *like.shape[1:]))
-    if n:
-        dist.recv(indices, _global(peer, group), group=group)
-        dist.recv(values, _global(peer, group), group=group)
-    return indices, values, None
+    received = _empty_payload(like, int(header))
+    for t in received:
+        if t is not None and t.numel():
+            dist.recv(t, _global(peer, group), group=group)
+    return received
+
+
+def _swap(outgoing, incoming, peer, group):
+    """Send and receive with one peer as one batch, so neither side blocks on the other (on nccl
+    a plain send waits for the peer's receive; two ranks sending first would deadlock)."""
+    ops = [dist.P2POp(dist.isend, t, peer, group) for t in outgoing if t.numel()]
+    ops += [dist.P2POp(dist.irecv, t, peer, group) for t in incoming if t is not None and t.numel()]
+    for work in dist.batch_isend_irecv(ops) if ops else ():
+        work.wait()
 
 
 def _exchange(partial, peer, group):
-    """Send ours and receive theirs without deadlock (sends are non-blocking)."""
-    pending = _send(partial, peer, group)
-    received = _recv(partial, peer, group)
-    for work in pending:
-        work.wait()
+    """Swap partial sums with peer: sizes first, then the payloads sized by them."""
+    peer = _global(peer, group)
+    mine, theirs = _header(partial), torch.empty(1, dtype=torch.int64, device=partial.values.device)
+    _swap([mine], [theirs], peer, group)
+    received = _empty_payload(partial, int(theirs))
+    _swap(_payload(partial), received, peer, group)
     return received
 
 

@@ -19,9 +19,12 @@ def main(argv=None):
                  for r in mem], ["kernel", "case", "eager MiB", "fused MiB", "scale MiB"]))
     control = parity.rounding_control(20)
     runs = [parity.compare(kernel, 20) for kernel in parity.KERNELS]  # the C++ kernels, on CPU
-    print(table([{"kernel": r["kernel"], "loss drop": f"{r['loss_drop']:.3f}", "max loss diff": f"{r['max_loss_diff']:.1e}",
-                  "drift": f"{r['drift']:.2e}", "x control": f"{r['drift'] / control:.2f}"} for r in runs],
-                ["kernel", "loss drop", "max loss diff", "drift", "x control"]))
+    print(table([{"kernel": r["kernel"], "grad error (step 1)": f"{r['grad_error']:.1e}",
+                  "update error (step 1)": f"{r['step_error']:.1e}", "loss drop": f"{r['loss_drop']:.3f}",
+                  "max loss diff": f"{r['max_loss_diff']:.1e}", "drift": f"{r['drift']:.2e}",
+                  "x control": f"{r['drift'] / control:.2f}"} for r in runs],
+                ["kernel", "grad error (step 1)", "update error (step 1)", "loss drop", "max loss diff", "drift",
+                 "x control"]))
     print(f"rounding control drift {control:.2e}")
     tuned = autotune.run(device if device.type == "cuda" else "cpu") if triton_env.AVAILABLE else None
     if tuned:

@@ -277,7 +277,8 @@ def test_published_figures_have_sources_and_every_cited_one_exists():
             assert key in figures, (path.name, key)
 
 
-@pytest.mark.parametrize("name", ["01_debugging", "02_fsdp", "03_sparse_allreduce", "04_custom_kernels"])
+@pytest.mark.parametrize("name", ["01_debugging", "02_fsdp", "03_sparse_allreduce", "04_custom_kernels",
+                                  "05_memory_precision_hardware"])
 def test_interview_answers_clarify_cite_published_figures_and_label_what_was_measured(name):
     nb = nbformat.read(paths.SOLUTIONS / f"{name}.ipynb", as_version=4)
     answer = next(c.source for c in nb.cells if c.get("id") == "answer" or "Clarify first" in c.source)

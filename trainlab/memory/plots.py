@@ -1,0 +1,83 @@
+"""Plots for notebook 05: checkpointing's memory and work against k, gradients against the
+formats' limits, what fp16 loses as gradients shrink, and updates lost in bf16 weights."""
+
+import math
+
+import matplotlib.pyplot as plt
+
+
+def _done(fig):
+    fig.tight_layout()
+    plt.close(fig)  # shown once, where the notebook displays it
+    return fig
+
+
+def plot_checkpointing(rows, predicted, depth):
+    """Held and peak MiB against blocks per segment (measured, and the model's line), and the
+    step's FLOPs and time relative to no checkpointing."""
+    fig, (ax_mem, ax_work) = plt.subplots(1, 2, figsize=(10, 3.4))
+    full = [r for r in rows if r["every"] is not None and not r["selective"]]
+    ks = [r["every"] for r in full]
+    ax_mem.plot(ks, [r["peak_bytes"] / 2**20 for r in full], "o-", label="peak, forward + backward (measured)")
+    ax_mem.plot(ks, [r["held_bytes"] / 2**20 for r in full], "s-", label="held after forward (measured)")
+    ax_mem.plot(ks, [predicted[k][1] / 2**20 for k in ks], "k:", label="model: L/k boundaries + k blocks")
+    plain = next(r for r in rows if r["every"] is None)
+    ax_mem.axhline(plain["peak_bytes"] / 2**20, color="tab:red", ls="--", lw=1, label="no checkpointing, peak")
+    for r in rows:
+        if r["selective"]:
+            ax_mem.plot([r["every"]], [r["peak_bytes"] / 2**20], "D", color="tab:green", label="selective, every block")
+    ax_mem.axvline(math.sqrt(depth), color="gray", lw=0.8, ls="-.", label=f"k = sqrt(depth) = {math.sqrt(depth):.1f}")
+    ax_mem.set(xscale="log", xlabel="blocks per checkpointed segment (k)", ylabel="MiB", title="memory")
+    ax_mem.set_xticks(ks, [str(k) for k in ks])
+    ax_mem.legend(fontsize=7)
+    ax_work.plot(ks, [r["flops_ratio"] for r in full], "o-", label="FLOPs (FlopCounterMode)")
+    ax_work.plot(ks, [r["time_ratio"] for r in full], "s-", label="time (median step)")
+    ax_work.axhline(4 / 3, color="gray", ls=":", lw=1, label="one extra forward (4/3)")
+    ax_work.set(xscale="log", xlabel="blocks per checkpointed segment (k)", ylabel="x no checkpointing",
+                title="extra work")
+    ax_work.set_xticks(ks, [str(k) for k in ks])
+    ax_work.legend(fontsize=7)
+    return _done(fig)
+
+
+def plot_gradient_magnitudes(log10_magnitudes, formats):
+    """Histogram of log10 |gradient| with fp16's and bf16's smallest normal and subnormal."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.hist(log10_magnitudes, bins=80, color="tab:blue", alpha=0.8)
+    styles = {"float16": "tab:red", "bfloat16": "tab:green"}
+    for row in formats:
+        if row["format"] in styles:
+            for key, ls in (("smallest_normal", "--"), ("smallest_subnormal", ":")):
+                ax.axvline(math.log10(row[key]), color=styles[row["format"]], ls=ls,
+                           label=f"{row['format']} {key.replace('_', ' ')}")
+    ax.set(xlabel="log10 |gradient entry|", ylabel="entries", title="The workbook CNN's gradients against the formats")
+    ax.set_xlim(-45, 1)
+    ax.legend(fontsize=7)
+    return _done(fig)
+
+
+def plot_underflow(rows):
+    """Share of gradient entries zeroed against the loss weight, per precision."""
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    weights = [r["loss_weight"] for r in rows]
+    for key, label in (("fp16", "fp16, no loss scale"), ("fp16_scaled", "fp16, loss scaled by 2^16"),
+                       ("bf16", "bf16, no loss scale")):
+        ax.plot(weights, [100 * r[key] for r in rows], "o-", label=label)
+    ax.set(xscale="log", xlabel="loss weight (smaller: smaller gradients)", ylabel="% of gradient entries zeroed",
+           title="Silent underflow in an fp16 backward")
+    ax.invert_xaxis()
+    ax.legend(fontsize=8)
+    return _done(fig)
+
+
+def plot_lost_updates(runs):
+    """Loss and share of updates lost per step, for each place the weights live."""
+    fig, (ax_loss, ax_lost) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for run in runs:
+        ax_loss.plot(run["losses"], lw=1, label=run["weights"])
+        ax_lost.plot([100 * x for x in run["lost"]], lw=1, label=run["weights"])
+    ax_loss.set(xlabel="step", ylabel="training loss", title="loss")
+    ax_lost.set(xlabel="step", ylabel="% of pushed weights left unchanged", title="updates lost")
+    for ax in (ax_loss, ax_lost):
+        ax.legend(fontsize=8)
+    return _done(fig)

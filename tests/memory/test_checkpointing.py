@@ -22,7 +22,7 @@ def test_checkpointing_changes_no_gradient(rows):
 
 def test_memory_held_for_backward_follows_the_segment_count(rows):
     plain, every_block = rows[None, False], rows[1, False]
-    sizes = checkpointing.block_bytes(depth=DEPTH, batch_size=16)
+    sizes = checkpointing.block_bytes(batch_size=16)
     for k in (1, 2, 4, 8):
         held, peak = checkpointing.predicted(DEPTH, k, sizes["block"], sizes["boundary"])
         assert rows[k, False]["held_bytes"] == pytest.approx(held, rel=0.35, abs=2 * sizes["boundary"])

@@ -156,7 +156,7 @@ def sweep(depth=16, ks=(None, 1, 2, 4, 8, 16), width=64, batch_size=32, device="
     return rows
 
 
-def block_bytes(depth=16, width=64, batch_size=32, device="cpu"):
+def block_bytes(width=64, batch_size=32, device="cpu"):
     """The model's two numbers, measured: bytes one block holds for backward without
     checkpointing (the plain forward's held bytes, shared between blocks), and one segment
     boundary (a block's input: batch x tokens x width floats)."""

@@ -14,7 +14,7 @@ from contextlib import redirect_stdout
 from benchmarks.common import RESULTS
 
 BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "doctor_labs", "doctor_drills",
-              "doctor_external", "corpus", "fsdp", "fsdp_time", "sparse", "compression", "kernels", "attention", "kernel_validation"]  # each module adds its own
+              "doctor_external", "corpus", "fsdp", "fsdp_time", "sparse", "compression", "kernels", "attention", "kernel_validation", "memory"]  # each module adds its own
 
 
 def main(argv=None):

@@ -81,3 +81,26 @@ def plot_lost_updates(runs):
     for ax in (ax_loss, ax_lost):
         ax.legend(fontsize=8)
     return _done(fig)
+
+
+def plot_roofline(ops, peak_flops, bandwidth, published_ridges=()):
+    """The machine's roofline (measured matmul peak and copy bandwidth) with the ViT step's
+    operators placed by arithmetic intensity and achieved FLOP/s; published GPUs' ridge points
+    marked, to show which ops would be memory-bound there."""
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    lo, hi = 0.03, 1000.0
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.plot(xs, [min(peak_flops, bandwidth * x) for x in xs], "k-", lw=1.5, label="this machine's roof (measured)")
+    for op in ops:
+        ax.plot(op["intensity"], op["achieved"], "o", ms=7)
+        ax.annotate(op["op"], (op["intensity"], op["achieved"]), textcoords="offset points", xytext=(5, 4), fontsize=7)
+    ridge = peak_flops / bandwidth
+    ax.axvline(ridge, color="k", ls=":", lw=1, label=f"ridge here: {ridge:.0f} FLOPs/byte")
+    for name, value in published_ridges:
+        ax.axvline(value, color="tab:purple", ls="--", lw=0.8, alpha=0.7)
+        ax.text(value, peak_flops * 1.3, f"{name}\n(published)", fontsize=6, ha="center", color="tab:purple")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="FLOP/s",
+           title="Roofline: the ViT step's operators on this machine")
+    ax.set_ylim(top=peak_flops * 3)
+    ax.legend(fontsize=7, loc="lower right")
+    return _done(fig)

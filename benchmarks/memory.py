@@ -1,0 +1,63 @@
+"""Module 05's measurements: activation checkpointing every k blocks of the ViT (depth 16),
+the per-layer activation formula against the ViT, fp16 underflow against the loss weight,
+updates lost in bf16 weights, and the machine's matmul / copy / all-reduce rates, roofline and MFU.
+
+    python -m benchmarks.memory [--device auto]
+
+Writes results/memory.json.
+"""
+
+import torch
+
+from benchmarks.common import kernel_device, machine, table, write_result
+from trainlab.kernels import timing
+from trainlab.memory import activations, checkpointing, hardware, precision
+
+
+def main(argv=None):
+    device = kernel_device(argv, __doc__.splitlines()[0])
+    ckpt = checkpointing.sweep(depth=16, device=device)
+    print(table([{"k": r["every"] or "-", "selective": r["selective"], "held MiB": f"{r['held_bytes'] / 2**20:.1f}",
+                  "peak MiB": f"{r['peak_bytes'] / 2**20:.1f}", "FLOPs x": f"{r['flops_ratio']:.3f}",
+                  "time x": f"{r['time_ratio']:.2f}", "grad diff": r["grad_diff"]} for r in ckpt],
+                ["k", "selective", "held MiB", "peak MiB", "FLOPs x", "time x", "grad diff"]))
+    sizes = checkpointing.block_bytes(device=device)
+    per_token = activations.measured_per_token(sizes["block"], 32, 64, 64)
+    print(f"ViT block {sizes['block']} B, boundary {sizes['boundary']} B: {per_token:.2f} bytes per s*b*h "
+          f"(formula without dropout: 32)")
+    model, batch = precision.workbook_model(device=device)
+    under = precision.underflow_sweep(model, batch, weights=(1.0, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6))
+    print(table([{"loss weight": f"{r['loss_weight']:g}", "median |g|": f"{r['median_abs_grad']:.1e}",
+                  "fp16 zeroed": f"{r['fp16']:.2%}", "fp16 scaled 2^16": f"{r['fp16_scaled']:.2%}",
+                  "bf16 zeroed": f"{r['bf16']:.2%}"} for r in under],
+                ["loss weight", "median |g|", "fp16 zeroed", "fp16 scaled 2^16", "bf16 zeroed"]))
+    runs = [precision.train(w, steps=300, device=device) for w in ("fp32", "bf16", "bf16-autocast")]
+    lost = [{"weights": r["weights"], "lost (last 30)": sum(r["lost"][-30:]) / 30,
+             "loss (last 30)": sum(r["losses"][-30:]) / 30} for r in runs]
+    print(table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in row.items()} for row in lost],
+                ["weights", "lost (last 30)", "loss (last 30)"]))
+    mm = hardware.matmul_rows(device)
+    copy_bw = timing.copy_bandwidth(device)
+    print(table([{"dtype": r["dtype"], "n": r["n"], "GFLOP/s": f"{r['flops'] / 1e9:,.0f}"} for r in mm],
+                ["dtype", "n", "GFLOP/s"]))
+    ops = hardware.roofline_ops(device)
+    print(table([{"op": r["op"], "FLOPs/byte": f"{r['intensity']:.2f}", "GFLOP/s": f"{r['achieved'] / 1e9:.1f}"}
+                 for r in ops], ["op", "FLOPs/byte", "GFLOP/s"]))
+    ranks = torch.cuda.device_count() if device.type == "cuda" else 2
+    allreduce = hardware.allreduce_rows(device.type, world_size=ranks) if ranks >= 2 else None
+    if allreduce:
+        print(table([{"MiB": r["bytes"] >> 20, "busbw GB/s": f"{r['busbw'] / 1e9:.2f}"} for r in allreduce["rows"]],
+                    ["MiB", "busbw GB/s"]))
+    utilisation = hardware.mfu(device, steps=60, precision="bf16" if device.type == "cuda" else "fp32")
+    print(f"copy bandwidth {copy_bw / 1e9:.1f} GB/s; reference loop MFU {utilisation['mfu']:.1%} "
+          f"({utilisation['achieved_flops'] / 1e9:.1f} of {utilisation['peak_flops'] / 1e9:.0f} GFLOP/s)")
+    payload = {"benchmark": "memory", "machine": machine(device), "probe": hardware.probe(device),
+               "checkpointing": ckpt, "block_bytes": sizes, "bytes_per_sbh": per_token, "underflow": under,
+               "lost_updates": lost, "matmul": mm, "copy_bandwidth": copy_bw, "roofline": ops,
+               "allreduce": allreduce, "mfu": utilisation}
+    print("wrote", write_result("memory", payload))
+    return payload
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """Module 05's measurements: activation checkpointing every k blocks of the ViT (depth 16),
 the per-layer activation formula against the ViT, fp16 underflow against the loss weight,
-updates lost in bf16 weights, and the machine's matmul / copy / all-reduce rates, roofline and MFU.
+updates lost in bf16 weights, the machine's matmul / copy / all-reduce rates, roofline and MFU, and
+synchronous against asynchronous SGD simulated with 16 workers.
 
     python -m benchmarks.memory [--device auto]
 
@@ -11,7 +12,7 @@ import torch
 
 from benchmarks.common import kernel_device, machine, table, write_result
 from trainlab.kernels import timing
-from trainlab.memory import activations, checkpointing, hardware, precision
+from trainlab.memory import activations, asynchronous, checkpointing, hardware, precision
 
 
 def main(argv=None):
@@ -51,10 +52,17 @@ def main(argv=None):
     utilisation = hardware.mfu(device, steps=60, precision="bf16" if device.type == "cuda" else "fp32")
     print(f"copy bandwidth {copy_bw / 1e9:.1f} GB/s; reference loop MFU {utilisation['mfu']:.1%} "
           f"({utilisation['achieved_flops'] / 1e9:.1f} of {utilisation['peak_flops'] / 1e9:.0f} GFLOP/s)")
+    sim = asynchronous.compare(workers=16, steps=2400, lr=0.1)
+    print(table([{"scheme": r["scheme"], "time": f"{r['time']:.0f}", "final loss": f"{r['final_loss']:.3f}",
+                  "time to target": f"{r['time_to_target']:.0f}", "mean staleness": f"{r['mean_staleness']:.1f}",
+                  "max staleness": r["max_staleness"]} for r in sim["runs"]],
+                ["scheme", "time", "final loss", "time to target", "mean staleness", "max staleness"]))
     payload = {"benchmark": "memory", "machine": machine(device), "probe": hardware.probe(device),
                "checkpointing": ckpt, "block_bytes": sizes, "bytes_per_sbh": per_token, "underflow": under,
                "lost_updates": lost, "matmul": mm, "copy_bandwidth": copy_bw, "roofline": ops,
-               "allreduce": allreduce, "mfu": utilisation}
+               "allreduce": allreduce, "mfu": utilisation,
+               "asynchronous": {"target": sim["target"], "runs": [{k: v for k, v in r.items() if k != "staleness"}
+                                                                  for r in sim["runs"]]}}
     print("wrote", write_result("memory", payload))
     return payload
 

@@ -104,3 +104,23 @@ def plot_roofline(ops, peak_flops, bandwidth, published_ridges=()):
     ax.set_ylim(top=peak_flops * 3)
     ax.legend(fontsize=7, loc="lower right")
     return _done(fig)
+
+
+def plot_asynchronous(result):
+    """Held-out loss against simulated time per scheme, and the staleness of applied gradients."""
+    fig, (ax_loss, ax_stale) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for run in result["runs"]:
+        times, losses = zip(*run["curve"])
+        ax_loss.plot(times, losses, lw=1.2, label=run["scheme"])
+    ax_loss.axhline(result["target"], color="gray", ls=":", lw=1, label="target")
+    ax_loss.set(xlabel="simulated time (units of a fast worker's gradient)", ylabel="held-out loss",
+                title="loss against time, the same gradients computed")
+    ax_loss.legend(fontsize=7)
+    for run in result["runs"]:
+        if run["max_staleness"]:
+            top = run["max_staleness"]
+            ax_stale.hist(run["staleness"], bins=range(top + 2), alpha=0.5, label=run["scheme"])
+    ax_stale.set(xlabel="staleness (updates applied since the worker read the weights)", ylabel="gradients",
+                 title="staleness")
+    ax_stale.legend(fontsize=7)
+    return _done(fig)

@@ -42,3 +42,17 @@ def test_bf16_weights_lose_updates_that_fp32_master_weights_keep():
     assert runs["bf16"]["param_dtype"] == "torch.bfloat16" and runs["bf16-autocast"]["param_dtype"] == "torch.float32"
     assert min(runs["bf16"]["lost"][10:]) > 0.3
     assert max(runs["bf16-autocast"]["lost"]) < 0.01 and max(runs["fp32"]["lost"]) < 0.01
+
+
+def test_a_grad_scaler_grows_its_scale_backs_off_on_overflow_and_keeps_gradients_alive():
+    from trainlab.memory import asynchronous
+
+    data = asynchronous.features(n_train=2000, n_test=500)
+    big = precision.scaler_run(1e-3, scaled=True, data=data)
+    scales = big["scales"]
+    assert scales[19] == 2.0 ** 17  # doubled after 20 steps without an inf
+    assert any(big["skipped"]) and all(b == a / 2 for a, b, skip in zip(scales, scales[1:], big["skipped"][1:]) if skip)
+    tiny_unscaled = precision.scaler_run(1e-5, scaled=False, data=data)
+    tiny_scaled = precision.scaler_run(1e-5, scaled=True, data=data)
+    assert sum(tiny_unscaled["zero_shares"][-50:]) / 50 > 0.03 and max(tiny_scaled["zero_shares"][-50:]) < 0.01
+    assert tiny_unscaled["held_out_loss"] > tiny_scaled["held_out_loss"] + 0.5

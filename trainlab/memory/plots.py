@@ -124,3 +124,19 @@ def plot_asynchronous(result):
                  title="staleness")
     ax_stale.legend(fontsize=7)
     return _done(fig)
+
+
+def plot_scaler(growing, unscaled, scaled):
+    """A GradScaler's scale over steps (skipped steps marked), and the share of gradient entries
+    that are zero per step with and without it."""
+    fig, (ax_scale, ax_zero) = plt.subplots(1, 2, figsize=(10, 3.2))
+    ax_scale.plot([math.log2(s) for s in growing["scales"]], lw=1.2, label=f"loss weight {growing['loss_weight']:g}")
+    skips = [i for i, skip in enumerate(growing["skipped"]) if skip]
+    ax_scale.plot(skips, [math.log2(growing["scales"][i]) for i in skips], "rv", label="inf found: step skipped, scale halved")
+    ax_scale.set(xlabel="step", ylabel="log2 of the loss scale", title="GradScaler's scale")
+    ax_scale.legend(fontsize=7)
+    for run, label in ((unscaled, "no scaler"), (scaled, "GradScaler")):
+        ax_zero.plot([100 * z for z in run["zero_shares"]], lw=1, label=f"{label}, loss weight {run['loss_weight']:g}")
+    ax_zero.set(xlabel="step", ylabel="% of gradient entries zero", title="fp16 gradients that survive")
+    ax_zero.legend(fontsize=7)
+    return _done(fig)

@@ -149,3 +149,38 @@ def train(weights="fp32", steps=300, lr=1e-4, optimizer="adamw", seed=0, device=
         lost.append(stuck / max(sum(int(g.sum()) for g in pushed), 1))
         losses.append(loss.item())
     return {"weights": weights, "losses": losses, "lost": lost, "param_dtype": str(next(model.parameters()).dtype)}
+
+
+def scaler_run(loss_weight, scaled, steps=300, lr=0.05, growth_interval=20, seed=0, data=None):
+    """A small MLP trained under fp16 autocast (on `asynchronous.features`), the loss times
+    loss_weight and the learning rate divided by it - the same training in exact arithmetic
+    whatever the weight, so only fp16's range differs - with or without a GradScaler (its
+    growth_interval shortened from 2000 so that its schedule shows in a short run). Per step:
+    the scale, the share of gradient entries that are zero, whether the step was skipped; and
+    the held-out loss at the end."""
+    from trainlab.memory.asynchronous import features
+
+    train_x, train_y, test_x, test_y = data or features()
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(train_x.shape[1], 256), torch.nn.GELU(), torch.nn.Linear(256, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr / loss_weight, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16, growth_interval=growth_interval, enabled=scaled)
+    gen = torch.Generator().manual_seed(seed)
+    scales, zero_shares, skipped = [], [], []
+    for _ in range(steps):
+        idx = torch.randint(0, len(train_y), (64,), generator=gen)
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = F.cross_entropy(model(train_x[idx]), train_y[idx]) * loss_weight
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+        zero_shares.append(float((grads == 0).float().mean()))
+        before = scaler.get_scale() if scaled else 1.0
+        scaler.step(optimizer)
+        scaler.update()
+        scales.append(scaler.get_scale() if scaled else 1.0)
+        skipped.append(scaled and scales[-1] < before)  # the scaler halves its scale on a skipped step
+    with torch.no_grad():
+        held_out = float(F.cross_entropy(model(test_x), test_y))
+    return {"loss_weight": loss_weight, "scaled": scaled, "scales": scales, "zero_shares": zero_shares,
+            "skipped": skipped, "held_out_loss": held_out}

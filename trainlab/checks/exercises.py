@@ -3,7 +3,7 @@
     trainlab.checks.get("debugging/nc_7")    # or get("nc_7") where unambiguous
 
 Each module declares its exercises once, in `trainlab/<module>/exercises.py` (notebook 00:
-start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels). They are gathered on first use, so a
+start, 01: debugging, 02: fsdp, 03: sparse, 04: kernels, 05: memory). They are gathered on first use, so a
 module's exercise file can import the checks framework without an import cycle.
 """
 
@@ -12,7 +12,7 @@ import importlib
 
 from trainlab import labs
 
-MODULES = ("start", "debugging", "fsdp", "sparse", "kernels")  # in notebook order
+MODULES = ("start", "debugging", "fsdp", "sparse", "kernels", "memory")  # in notebook order
 
 
 @functools.cache

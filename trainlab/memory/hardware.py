@@ -10,16 +10,19 @@ Everything here is measured in the call, on the device given; published figures 
 that is not here live in data/published.toml and are set beside these in notebook 05.
 """
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from trainlab import published, runner
 from trainlab.kernels import timing
 
 CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -217,11 +220,6 @@ def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=Non
 def allreduce_rows(device="cpu", world_size=2, sizes_mb=(1, 4, 16, 64), timeout=180):
     """All-reduce bus bandwidth across world_size ranks (trainlab.memory.busbw in a torchrun
     launch); raises with the failing rank's message when the launch fails."""
-    import json
-    import tempfile
-
-    from trainlab import runner
-
     if world_size < 2:
         raise ValueError(f"world_size={world_size}: an all-reduce moves nothing on one rank; use 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
@@ -241,8 +239,6 @@ FIELDS = ("memory", "hbm-bandwidth", "bf16", "fp8", "nvlink", "mig", "mig-slice"
 def published_rows():
     """One row per GPU with its published figures (data/published.toml), None where a figure does
     not exist (A100's tensor cores have no fp8) or is not in the data file (B200's MIG slice size)."""
-    from trainlab import published
-
     known = published.everything()
     return [{"gpu": gpu, **{field: known.get(f"{gpu}-{field}") for field in FIELDS}} for gpu in GPUS]
 

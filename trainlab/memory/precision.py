@@ -10,8 +10,8 @@ Two ways low precision fails silently:
   error, the weights just stop getting their gradient. A loss scaler multiplies the loss (so
   every gradient) by S before backward and divides the fp32 gradients by S before the step.
   bf16 keeps fp32's 8 exponent bits, so its range is fp32's and it needs no scaler.
-- bf16 has 8 bits of precision (7 stored): adding an update smaller than about 2^-9 of a weight
-  rounds back to the same weight. Weights and optimizer state kept in bf16 therefore lose most
+- bf16 has 8 bits of precision (7 stored): neighbouring values are 2^-8 to 2^-7 of a weight apart,
+  so adding an update smaller than 2^-9 to 2^-8 of the weight rounds back to the same weight. Weights and optimizer state kept in bf16 therefore lose most
   small updates; fp32 master weights (the layers compute in bf16 under autocast, the optimizer
   adds updates in fp32) keep them.
 """

@@ -13,6 +13,7 @@ def test_the_formula_keeps_34_sbh_plus_the_scores_and_2_sbh_when_every_layer_is_
     assert activations.per_layer_bytes(s, b, h, a, "fused-attention") == 34 * sbh
     assert activations.per_layer_bytes(s, b, h, a, "full") == 2 * sbh
     assert activations.per_layer_bytes(s, b, h, a, "fused-attention", dropout=False) == 32 * sbh
+    assert activations.per_layer_bytes(s, b, h, a, dropout=False) == 32 * sbh + 2 * a * s * s * b  # the softmax output
     with pytest.raises(ValueError, match="recompute='some'"):
         activations.per_layer_bytes(s, b, h, a, "some")
 

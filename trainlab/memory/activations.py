@@ -8,13 +8,15 @@ Transformer Models"):
     bytes per layer = s*b*h * (34 + 5*a*s/h)
 
 34 s*b*h of it is what the layer's ops keep for backward (layer norms 4, attention 11, MLP 19,
-including two one-byte dropout masks); 5*a*s^2*b is the attention scores, the softmax and its
-dropout mask. A fused attention kernel (FlashAttention, `scaled_dot_product_attention`) stores
+including two one-byte dropout masks); 5*a*s^2*b is the attention's softmax output (2 bytes per
+score), its dropout mask (1) and the dropout's output (2) - the raw scores are not kept. A fused
+attention kernel (FlashAttention, `scaled_dot_product_attention`) stores
 none of the scores: 34 s*b*h. Checkpointing every layer keeps only each layer's input, 2 s*b*h,
 and rebuilds one layer at a time during backward.
 
-Without dropout the masks go: 32 s*b*h with fused attention - the workbook's ViT's case, whose
-measured bytes per block `measured_per_token` puts in the same unit for the notebook.
+Without dropout the masks and the dropout output go: 32 s*b*h + 2*a*s^2*b (the softmax output
+alone), and 32 s*b*h with fused attention - the workbook's ViT's case, whose measured bytes per
+block `measured_per_token` puts in the same unit for the notebook.
 """
 
 from trainlab.fsdp import planner
@@ -28,7 +30,7 @@ def per_layer_bytes(seq, micro_batch, hidden, heads, recompute="none", dropout=T
     sbh = seq * micro_batch * hidden
     kept = 34 if dropout else 32
     if recompute == "none":
-        return sbh * (kept + (5 if dropout else 4) * heads * seq / hidden)
+        return sbh * (kept + (5 if dropout else 2) * heads * seq / hidden)
     if recompute == "fused-attention":
         return sbh * kept
     if recompute == "full":

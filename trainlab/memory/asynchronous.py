@@ -81,6 +81,8 @@ def simulate(scheme, workers=8, steps=2000, lr=0.5, batch=32, times=None, bound=
     times = times or worker_times(workers)
     if len(times) != workers:
         raise ValueError(f"times has {len(times)} entries for {workers} workers")
+    if scheme in ("sync", "local") and steps < workers:
+        raise ValueError(f"steps={steps}: {scheme} needs at least one gradient per worker ({workers})")
     gen = torch.Generator().manual_seed(seed)
     weights = torch.zeros(train_x.shape[1], 10)
 

@@ -50,7 +50,8 @@ def _probe_gpu(device):
     peers = {f"{a}->{b}": torch.cuda.can_device_access_peer(a, b) for a in range(count) for b in range(count) if a != b}
     return {"kind": "cuda", "name": props.name, "memory_bytes": props.total_memory,
             "capability": f"{props.major}.{props.minor}", "sms": props.multi_processor_count,
-            "l2_bytes": getattr(props, "L2_cache_size", None), "bf16": torch.cuda.is_bf16_supported(),
+            # bf16 in hardware from Ampere (8.0); is_bf16_supported() also counts emulation on older GPUs
+            "l2_bytes": getattr(props, "L2_cache_size", None), "bf16": capability >= (8, 0),
             "tf32": capability >= (8, 0), "fp8": capability >= (8, 9), "visible_gpus": count,
             "peer_access": peers, "mig": _nvidia_smi("mig.mode.current", props)}
 

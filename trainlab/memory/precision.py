@@ -160,6 +160,8 @@ def scaler_run(loss_weight, scaled, steps=300, lr=0.05, growth_interval=20, seed
     the held-out loss at the end."""
     from trainlab.memory.asynchronous import features
 
+    if loss_weight <= 0:
+        raise ValueError(f"loss_weight={loss_weight}: a positive weight (the learning rate is divided by it)")
     train_x, train_y, test_x, test_y = data or features()
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(train_x.shape[1], 256), torch.nn.GELU(), torch.nn.Linear(256, 10))

@@ -10,7 +10,8 @@ AdamW updates in place where eager's foreach ops allocate temporaries per tensor
 Peak bytes allocated above what was live before the call, counted by the allocator itself: its
 peak statistics on GPUs, and on CPU the allocation and free events `torch.profiler` records with
 `profile_memory=True` (summed in order, so buffers a kernel allocates inside itself and frees
-count too, C++ extensions included). Gradients are dropped at the end of each call, so every call
+count too, C++ extensions' included when they allocate through torch; memory a library takes
+from malloc directly is not seen). Gradients are dropped at the end of each call, so every call
 starts from the same live set.
 """
 
@@ -34,7 +35,8 @@ def peak_above_start(run, device):
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
     events = sorted((e for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU), key=lambda e: e.start_ns())
+                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
+                    key=lambda e: (e.start_ns(), e.nbytes() < 0))  # at one instant, allocations before frees
     live = peak = 0
     for event in events:  # nbytes is positive for an allocation, negative for a free
         live += event.nbytes()

@@ -23,6 +23,17 @@ from torch.profiler import ProfilerActivity, profile
 from trainlab.kernels import adamw, chain, cross_entropy
 
 
+def cpu_allocations(run):
+    """The CPU allocator's byte counts during `run()`, in order: positive for an allocation,
+    negative for a free (torch.profiler's memory events)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    events = sorted((e for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
+                    key=lambda e: (e.start_ns(), e.nbytes() < 0))  # at one instant, allocations before frees
+    return [e.nbytes() for e in events]
+
+
 def peak_above_start(run, device):
     """Most bytes the allocator held at once during `run()`, above what it held when it started."""
     if torch.device(device).type == "cuda":
@@ -32,14 +43,9 @@ def peak_above_start(run, device):
         run()
         torch.cuda.synchronize(device)
         return torch.cuda.max_memory_allocated(device) - base
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run()
-    events = sorted((e for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
-                    key=lambda e: (e.start_ns(), e.nbytes() < 0))  # at one instant, allocations before frees
     live = peak = 0
-    for event in events:  # nbytes is positive for an allocation, negative for a free
-        live += event.nbytes()
+    for nbytes in cpu_allocations(run):
+        live += nbytes
         peak = max(peak, live)
     return peak
 

@@ -17,8 +17,6 @@ CPU); recomputed work is counted in FLOPs with `FlopCounterMode`, which sees the
 rerun inside backward; time is the median of a few steps.
 """
 
-import statistics
-import time
 from functools import partial
 
 import torch
@@ -27,7 +25,8 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainlab.kernels.memory import peak_above_start
+from trainlab.kernels import timing
+from trainlab.kernels.memory import cpu_allocations, peak_above_start
 from trainlab.models import ModelConfig, build_model
 
 # Selective checkpointing keeps what is expensive to recompute (matmul outputs, attention) and
@@ -99,11 +98,7 @@ def held_for_backward(model, x):
         forward()
         torch.cuda.synchronize(x[0].device)
         return torch.cuda.memory_allocated(x[0].device) - before, out["loss"]
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        forward()
-    net = sum(e.nbytes() for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
-              and e.device_type() == torch.autograd.DeviceType.CPU)
-    return net, out["loss"]
+    return sum(cpu_allocations(forward)), out["loss"]
 
 
 def measure(model, data, repeats=3):
@@ -121,20 +116,12 @@ def measure(model, data, repeats=3):
     peak = peak_above_start(step, data[0].device)
     with FlopCounterMode(display=False) as flops:
         step()
-    times = []
-    for _ in range(repeats):
-        if data[0].device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        step()
-        if data[0].device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+    took = timing.measure(step, device=data[0].device, warmup=0, repeats=repeats, flush=False)
     F.cross_entropy(model(data[0]), data[1]).backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad(set_to_none=True)
     return {"held_bytes": held, "peak_bytes": peak, "flops": flops.get_total_flops(),
-            "seconds": statistics.median(times), "grads": grads}
+            "seconds": took.median, "grads": grads}
 
 
 def sweep(depth=16, ks=(None, 1, 2, 4, 8, 16), width=64, batch_size=32, device="cpu", selective=True, repeats=3):

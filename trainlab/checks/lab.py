@@ -71,6 +71,44 @@ class Fp32MasterWeights:
             raise Incorrect(f"{share:.0%} of layer outputs are float16 or bfloat16: the layers compute in float32")
 
 
+@dataclass(frozen=True)
+class UpdatesKept:
+    """bf16-master-weights: the weights the optimizer updates keep its updates - at most `most` of
+    the weights pushed by a nonzero gradient hold the same value at the next step (more than the
+    reference's share: updates that round away in bf16 weights, or in fp32 masters re-made from
+    them between steps)."""
+
+    most: float = 0.02
+
+    def judge(self, mine, ref):
+        lost, ref_lost = _mean(mine.get("lost_update_shares")), _mean(ref.get("lost_update_shares"))
+        if lost is not None and lost > (ref_lost or 0.0) + self.most:
+            raise Incorrect(f"from one optimizer step to the next, {lost:.0%} of the weights that had a nonzero "
+                            f"gradient kept exactly the same value (the solution's run: {ref_lost or 0.0:.0%})")
+
+
+@dataclass(frozen=True)
+class GradientsRepresentable:
+    """fp16-gradient-underflow: the gradients the optimizer receives are not flushed to zero - the
+    share of gradient entries exactly zero stays within `most` of the reference's, while the layers
+    still compute in 16 bits (at least half of their outputs)."""
+
+    most: float = 0.03
+
+    def judge(self, mine, ref):
+        zero, ref_zero = _mean(mine.get("zero_grad_shares")), _mean(ref.get("zero_grad_shares")) or 0.0
+        if zero is not None and zero > ref_zero + self.most:
+            raise Incorrect(f"{zero:.0%} of the gradient entries the optimizer received in the first steps were "
+                            f"exactly zero (the solution's run: {ref_zero:.0%})")
+        if _low_share(mine) < 0.5:
+            raise Incorrect(f"{_low_share(mine):.0%} of layer outputs are float16 or bfloat16: the layers compute in "
+                            "float32")
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
 def _low_share(report):
     dtypes = report.get("output_dtypes", {})
     return sum(n for d, n in dtypes.items() if d in LOW_PRECISION) / max(sum(dtypes.values()), 1)
@@ -331,6 +369,8 @@ BY_CAUSE = {
     "batch-too-small": (BatchAtLeast(),),
     "graph-kept-alive": (graph_growth_at_most(1 * MB),),
     "fp16-master-weights": (Fp32MasterWeights(min_low_share=None),),
+    "bf16-master-weights": (Fp32MasterWeights(), UpdatesKept()),
+    "fp16-gradient-underflow": (Fp32MasterWeights(), GradientsRepresentable()),
     "float64-compute": (NoFloat64(),),
 }
 

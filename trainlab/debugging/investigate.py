@@ -94,8 +94,11 @@ def _update_sizes(m):
     clip = sorted(m.get("clip_ratios") or [])
     clipping = (f"; clipping keeps {clip[len(clip) // 2]:.0%} of the gradient's norm at the median step"
                 if clip else "; no gradient clipping seen")
+    lost = m.get("lost_update_shares") or []
+    kept = (f"; {sum(lost) / len(lost):.0%} of the weights with a nonzero gradient kept exactly their value to the "
+            "next step" if lost else "")
     return (f"|delta w| / |w| per step: median {m['update_ratio_median']:.2g} over {len(ratios)} weight tensors "
-            f"(smallest {smallest} {ratios[smallest]:.2g}, largest {largest} {ratios[largest]:.2g}){clipping}")
+            f"(smallest {smallest} {ratios[smallest]:.2g}, largest {largest} {ratios[largest]:.2g}){clipping}{kept}")
 
 
 def _control(m):
@@ -161,7 +164,12 @@ def _dtypes(m):
     outputs = ", ".join(f"{n} {d.removeprefix('torch.')}" for d, n in (m.get("output_dtypes") or {}).items())
     return opts and "; ".join(f"{o['type']} updates {', '.join(o['param_dtypes'])} weights, state in "
                               f"{', '.join(o['state_dtypes']) or 'no tensors yet'}" for o in opts) + \
-        f"; layer outputs in the first steps: {outputs or 'none seen'}"
+        f"; layer outputs in the first steps: {outputs or 'none seen'}" + _zero_entries(m)
+
+
+def _zero_entries(m):
+    zero = m.get("zero_grad_shares") or []
+    return f"; gradient entries exactly zero at the step: {sum(zero) / len(zero):.0%}" if zero else ""
 
 
 def _batch_contents(m):

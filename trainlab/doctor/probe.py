@@ -199,6 +199,8 @@ class Seen:
     update_ratios: list = field(default_factory=list)  # per inspected step: parameter name -> |delta w| / |w|
     optimizers: list = field(default_factory=list)
     grad_stats: list = field(default_factory=list)  # per step: parameters, with grad, zero grads, norm
+    zero_grad_shares: list = field(default_factory=list)  # per step: share of gradient entries exactly zero
+    lost_update_shares: list = field(default_factory=list)  # per step: share of pushed weights that did not move
     stale_grads: list = field(default_factory=list)  # per step: non-zero gradients left at its first backward?
     probabilities_into_loss: int = 0  # cross-entropy calls whose input rows look like probabilities
     saved_after_step: list = field(default_factory=list)  # autograd graph bytes held after each step
@@ -234,6 +236,7 @@ class Probe:
         self._loss_refs = []  # (step, weak reference to the loss tensor backward() was called on)
         self._graph_refs = []  # (step, weak reference to a marker stored in that loss's grad_fn)
         self._before_update = {}  # parameter -> its value before an inspected optimizer step
+        self._previous_start = {}  # parameter -> (value, gradient nonzero) at the last inspected step's start
         self._in_training_forward = False  # inside the root model's forward with gradients enabled
 
     # Shortcuts for what the experiments, the checks and the live plots read.
@@ -473,7 +476,12 @@ class Probe:
                 if self.steps < DETAIL_STEPS:
                     self.seen.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
                                                  "zero": sum(int(not g.any()) for g in grads)})
+                    entries = sum(g.numel() for g in grads)
+                    self.seen.zero_grad_shares.append(sum(int((g == 0).sum()) for g in grads) / max(entries, 1))
+                    self._record_lost_updates(params)
                     self._before_update = {p: p.detach().clone() for p in params}
+                    self._previous_start = {p: (self._before_update[p], p.grad != 0) for p in params
+                                            if p.grad is not None}
         self._step_start = time.perf_counter()
 
     def _after_step(self, optimizer, args, kwargs):
@@ -547,6 +555,21 @@ class Probe:
                 zero.append(name)
         return {"params": total, "missing": missing, "zero": zero, "frozen": frozen,
                 "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
+
+    def _record_lost_updates(self, params):
+        """Share of the weights that had a nonzero gradient at the last inspected step and hold the
+        same value now: updates that rounded away, whether in the optimizer's addition (bf16
+        weights) or in a copy made between steps (fp32 masters re-made from bf16 weights)."""
+        pushed = stuck = 0
+        for p in params:
+            if p in self._previous_start:
+                value, nonzero = self._previous_start[p]
+                if value.shape == p.shape:
+                    pushed += int(nonzero.sum())
+                    stuck += int(((p.detach() == value) & nonzero).sum())
+        if pushed:
+            self.seen.lost_update_shares.append(stuck / pushed)
+        self._previous_start = {}
 
     def _update_ratios(self):
         """|delta w| / |w| of each parameter this optimizer step changed (or failed to change)."""
@@ -684,6 +707,7 @@ class Probe:
             "probabilities_into_loss": seen.probabilities_into_loss,
             "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
             "grad_stats": seen.grad_stats, "stale_grads": seen.stale_grads,
+            "zero_grad_shares": seen.zero_grad_shares, "lost_update_shares": seen.lost_update_shares,
             "optimizers": [_describe(o) for o in seen.optimizers],
             "init_weight_std": self.captured.init_weights,
             "batch_acc": curves.batch_accs or [float(a) for a in curves.batch_acc_tensors],

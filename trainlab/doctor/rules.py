@@ -288,6 +288,39 @@ def fp16_master_weights(m, x):
                        "keep weights in fp32; use torch.autocast(dtype=torch.float16) with a GradScaler, or bf16")
 
 
+def bf16_master_weights(m, x):
+    bf16 = any("bfloat16" in d for o in m["optimizers"] for d in o["param_dtypes"])
+    lost = m.get("lost_update_shares") or []
+    share = sum(lost) / len(lost) if lost else None
+    if bf16:
+        return Finding("critical" if share is not None and share > 0.05 else "warning", "precision",
+                       "bf16-master-weights", "the optimizer adds its updates to bf16 weights (no fp32 master weights)"
+                       + (f": {share:.0%} of the weights pushed by a gradient did not move" if share is not None else ""),
+                       {"lost_update_share": share},
+                       "keep the weights (and the optimizer's state) in fp32 and compute in bf16 under torch.autocast")
+
+
+def _zero_gradient_share(m):
+    zero = m.get("zero_grad_shares") or []
+    return sum(zero) / len(zero) if zero else 0.0
+
+
+def _fp16_underflow(m):
+    """Layers compute in fp16 on fp32 weights, and most gradient entries arrive exactly zero."""
+    fp16 = m["output_dtypes"].get("torch.float16", 0) > 0
+    return fp16 and not _fp16_weights(m) and _zero_gradient_share(m) > 0.25
+
+
+def fp16_gradient_underflow(m, x):
+    share = _zero_gradient_share(m)
+    if _fp16_underflow(m):
+        return Finding("critical", "precision", "fp16-gradient-underflow",
+                       f"{share:.0%} of the gradient entries are exactly zero while the layers compute in fp16",
+                       {"zero_gradient_share": share},
+                       "scale the loss before backward with torch.amp.GradScaler (or compute in bf16): gradients "
+                       "below 2^-24 round to zero in fp16")
+
+
 def float64_compute(m, x):
     dtypes = m["output_dtypes"]
     if dtypes.get("torch.float64"):
@@ -372,6 +405,8 @@ def parameters_get_no_gradient(m, x):
         return None
     constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())
     if constant or max(m["dead_relu"], default=0.0) > 0.9:  # symmetric or dead units explain zero gradients
+        return None
+    if _fp16_underflow(m):  # gradients computed, then rounded to zero in fp16: not cut from the graph
         return None
     cut = flow["no_gradient"]
     frozen = flow["frozen_in_optimizer"]
@@ -529,7 +564,8 @@ def experiments_skipped(m, x):
 RULES = [inputs_not_normalised, batches_of_one_class, same_batch_every_step, labels_misaligned, bad_initialisation,
          dead_units, loss_at_init, cannot_overfit, probabilities_into_loss, unstable_loss, params_not_in_optimizer,
          missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high, lr_far_above_range, optimizer_never_steps,
-         weight_decay_too_high, fp16_master_weights, float64_compute, data_loader_starves, host_syncs, batch_too_small,
+         weight_decay_too_high, fp16_master_weights, bf16_master_weights, fp16_gradient_underflow,
+         float64_compute, data_loader_starves, host_syncs, batch_too_small,
          graph_kept_alive, parameters_get_no_gradient, loss_not_differentiable, update_sizes, clipping_too_tight,
          control_run, compile_disabled, experiments_skipped]
 

@@ -1,12 +1,19 @@
-"""Module 05's exercise: fit a ViT training step in a memory budget within a compute budget, by
-where it checkpoints (judged in a child process, `trainlab.memory.labcheck`).
+"""Module 05's exercises: fit a ViT training step in a memory budget within a compute budget, by
+where it checkpoints (judged in a child process, `trainlab.memory.labcheck`); and two training
+scripts that lose their training silently to a number format, judged like module 01's labs on
+the mechanism measured in the learner's run (`trainlab.checks.lab`): where the weights live and
+the share of updates that round away (bf16), the share of gradient entries flushed to zero while
+autocast stays on (fp16).
 
     %%lab memory/mem_1
+    %%lab memory/prec_1
+    %%lab memory/prec_2
 """
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr
+from trainlab.checks.lab import BY_CAUSE, LabExercise
 from trainlab.memory.labcheck import COMPUTE_BUDGET, GRAD_TOLERANCE, MEMORY_BUDGET
 
 class BudgetExercise(Exercise):
@@ -60,8 +67,12 @@ def _findings(measured):
             f"largest gradient difference {measured['grad_diff']:.1e} of its norm")
 
 
-def shipped(*pairs):
-    return Edit(replace=pairs)
+def shipped(*pairs, then=()):
+    return Edit(replace=pairs, then=then)
+
+
+def raise_lr(text):
+    return lower_lr(text, 0.1)
 
 
 SHIPPED_LOOP = "    for block in model.blocks:\n        x = block(x)\n"
@@ -138,5 +149,90 @@ EXERCISES = [
                 (SHIPPED_LOOP, "    for i, block in enumerate(model.blocks):\n        if i % 2 == 0 and not hasattr(block, "
                                "'_checkpoint_wrapped_module'):\n            model.blocks[i] = block = checkpoint_wrapper(block)\n"
                                "        x = block(x)\n"))),
+        )),
+]
+
+
+# ---------------------------------------------------------------- precision labs (module 01's machinery)
+BF16_MODEL = "model = make_model().to(torch.bfloat16)\n"
+BF16_INPUT = "        logits = model(x.to(torch.bfloat16))\n"
+# fp32 copies of the weights that the optimizer updates; the bf16 model computes
+MASTERS = ("optimizer = torch.optim.AdamW(model.parameters(),",
+           "master = [p.detach().float().requires_grad_() for p in model.parameters()]\n"
+           "optimizer = torch.optim.AdamW(master,")
+GRADS_TO_MASTERS = ("        for m, p in zip(master, model.parameters()):\n            m.grad, p.grad = p.grad.float(), None\n")
+MASTERS_TO_MODEL = ("        optimizer.step()\n", "        optimizer.step()\n        with torch.no_grad():\n"
+                    "            for m, p in zip(master, model.parameters()):\n                p.copy_(m)\n")
+FP16_AUTOCAST = "        with torch.autocast(device.type, dtype=torch.float16):\n            logits = model(x)\n"
+DIVIDED = "        (loss / 65536).backward()\n        optimizer.step()\n"
+ADD_SCALER = ("loss_fn = nn.CrossEntropyLoss()\n", "loss_fn = nn.CrossEntropyLoss()\nscaler = torch.amp.GradScaler(device.type)\n")
+
+EXERCISES += [
+    LabExercise(
+        "memory/prec_1", mechanisms={"bf16-master-weights": BY_CAUSE["bf16-master-weights"]},
+        hints=(
+            "Run the lab and compare its loss with a float32 run; then look at what one optimizer "
+            "step does to the weights it is meant to move.",
+            "No NaN and a sound loss: the updates themselves get lost, a precision problem - "
+            "not the learning rate or the schedule.",
+            "Look at the dtype the weights and the optimizer's state are kept in, and how small an "
+            "update is next to its weight.",
+            "Keep the weights in float32 (the optimizer adds updates there) and run the forward "
+            "under torch.autocast(dtype=torch.bfloat16).",
+        ),
+        corpus=(
+            WrongFix("raise the learning rate", Edit(then=(raise_lr,)), kind="mask", reason="bfloat16"),
+            WrongFix("no schedule and no weight decay", shipped(
+                ("        scheduler.step()\n", ""), ("lr=3e-4, weight_decay=0.05)", "lr=3e-4, weight_decay=0.0)")),
+                kind="mask", reason="bfloat16"),
+            WrongFix("everything in float32", shipped((BF16_MODEL, "model = make_model()\n"),
+                                                      (BF16_INPUT, "        logits = model(x)\n")),
+                     kind="mask", reason="compute in float32"),
+            WrongFix("fp32 masters copied back from the bf16 weights at every step", shipped(
+                MASTERS, ("        optimizer.step()\n",
+                          "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
+                          "                m.copy_(p)  # start from the model's weights\n                m.grad, p.grad = p.grad.float(), None\n"
+                          "        optimizer.step()\n        with torch.no_grad():\n"
+                          "            for m, p in zip(master, model.parameters()):\n                p.copy_(m)\n")),
+                kind="partial", reason="kept exactly the same value"),
+            WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="bfloat16"),
+            CorrectAlternative("fp32 master weights kept by hand", shipped(
+                MASTERS, ("        loss.backward()\n", "        loss.backward()\n" + GRADS_TO_MASTERS), MASTERS_TO_MODEL)),
+            CorrectAlternative("fp16 autocast with a GradScaler", shipped(
+                (BF16_MODEL, "model = make_model()\n"),
+                ("loss_fn = nn.CrossEntropyLoss()\n", "loss_fn = nn.CrossEntropyLoss()\nscaler = torch.amp.GradScaler(device.type)\n"),
+                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.float16):\n            logits = model(x)\n"),
+                ("        loss.backward()\n        optimizer.step()\n",
+                 "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n"))),
+        )),
+    LabExercise(
+        "memory/prec_2", mechanisms={"fp16-gradient-underflow": BY_CAUSE["fp16-gradient-underflow"]},
+        hints=(
+            "Run the lab and look at the gradients the optimizer receives: their sizes, and how "
+            "many entries are exactly zero.",
+            "No NaN, yet the weights get no gradient: the gradients fall below what fp16 can hold - "
+            "a precision problem, not the model or the optimizer.",
+            "Look at what the loss goes through between the forward and backward(), and at fp16's "
+            "smallest subnormal, 2^-24.",
+            "Keep autocast; drop the division and scale the loss with torch.amp.GradScaler: "
+            "scaler.scale(loss).backward(), scaler.step(optimizer), scaler.update().",
+        ),
+        corpus=(
+            WrongFix("autocast off", shipped((FP16_AUTOCAST, "        logits = model(x)\n")), kind="mask",
+                     reason="compute in float32"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr,)), kind="mask", reason="exactly zero"),
+            WrongFix("a smaller Adam eps", shipped(("lr=1e-3)", "lr=1e-3, eps=1e-16)")), kind="mask",
+                     reason="exactly zero"),
+            WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="exactly zero"),
+            WrongFix("a GradScaler that never scales the loss", shipped(ADD_SCALER, (
+                DIVIDED, "        (loss / 65536).backward()\n        scaler.step(optimizer)\n        scaler.update()\n")),
+                kind="partial", verdict="error", reason="scaler.scale"),
+            CorrectAlternative("drop the division", shipped((DIVIDED, "        loss.backward()\n        optimizer.step()\n"))),
+            CorrectAlternative("a GradScaler on the divided loss", shipped(ADD_SCALER, (
+                DIVIDED, "        scaler.scale(loss / 65536).backward()\n        scaler.step(optimizer)\n"
+                         "        scaler.update()\n"))),
+            CorrectAlternative("bf16 autocast, the division kept", shipped((
+                FP16_AUTOCAST, "        with torch.autocast(device.type, dtype=torch.bfloat16):\n"
+                               "            logits = model(x)\n"))),
         )),
 ]

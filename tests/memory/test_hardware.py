@@ -59,7 +59,9 @@ def test_elementwise_ops_sit_far_left_of_matmuls_and_under_the_memory_roof():
 def test_mfu_of_the_reference_loop_is_a_share_of_the_peak():
     result = hardware.mfu("cpu", steps=20, batch_size=64)
     assert result["flops_per_step"] > 0 and result["images_per_s"] > 0
-    assert 0 < result["mfu"] < 1
+    # the loop and the peak are timed a few seconds apart on a shared CPU, whose speed drifts by
+    # up to about a tenth between them: a loop cannot do 20% better than the best matmul measured
+    assert 0.05 < result["mfu"] < 1.2, result
 
 
 def test_published_gpus_carry_their_figures_and_the_gaps():

@@ -202,7 +202,7 @@ def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=Non
 
     device = torch.device(device)
     cfg = TrainConfig(device=str(device), precision=precision, max_steps=steps, epochs=100, batch_size=batch_size,
-                      log_every=10)
+                      log_every=max(steps // 8, 1))  # several intervals: their median resists a noisy neighbour
     record = train(cfg, images=load_images(DataConfig()), progress=False)
     intervals = sorted(record.images_per_s[1:] or record.images_per_s)  # the first interval holds the warm-up
     images_per_s = intervals[len(intervals) // 2]
@@ -212,7 +212,7 @@ def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=Non
              torch.randint(0, 10, (batch_size,), generator=gen).to(device))
     flops = step_flops(model, batch)  # the same count whatever the precision
     dtype = autocast_dtype(precision) or torch.float32
-    peak = peak_flops or max(r["flops"] for r in matmul_rows(device, dtypes=(dtype,)))
+    peak = peak_flops or max(r["flops"] for r in matmul_rows(device, dtypes=(dtype,), repeats=10))
     achieved = flops * images_per_s / batch_size
     return {"flops_per_step": flops, "images_per_s": images_per_s, "achieved_flops": achieved, "peak_flops": peak,
             "mfu": achieved / peak, "batch_size": batch_size, "precision": precision}

@@ -11,7 +11,9 @@ Each experiment is a function of (ctx, options, out_dir) in its own module, regi
 - accumulation (`accumulation.py`): bytes per micro-step and peak memory of the three ways to
   accumulate gradients under FSDP;
 - init (`initialise.py`): each rank's peak live bytes while a large model is created;
-- batchnorm, clip (`parity.py`): cross-rank BatchNorm and gradient clipping against one process.
+- batchnorm, clip (`parity.py`): cross-rank BatchNorm and gradient clipping against one process;
+- zero (module 05's `trainlab/memory/zero.py`): DDP and FSDP2 runs beside the ZeRO planner, with
+  activation checkpointing inside the sharded blocks and checkpoint save costs.
 Rank 0 writes OUT_DIR/NAME.json for each; the parent reads them back. One launch per world size,
 since starting torch on every rank costs more than a few steps.
 
@@ -33,7 +35,8 @@ from trainlab.models import ModelConfig, build_model
 
 KINDS = {"steptime": "trainlab.fsdp.steptime:steptime",
          "accumulation": "trainlab.fsdp.accumulation:accumulation", "init": "trainlab.fsdp.initialise:initialise",
-         "batchnorm": "trainlab.fsdp.parity:batchnorm", "clip": "trainlab.fsdp.parity:clip"}
+         "batchnorm": "trainlab.fsdp.parity:batchnorm", "clip": "trainlab.fsdp.parity:clip",
+         "zero": "trainlab.memory.zero:zero_stage"}
 
 
 def model(ctx, name="vit", width=64, depth=6, norm="batch", seed=0):

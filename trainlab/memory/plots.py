@@ -1,5 +1,6 @@
 """Plots for notebook 05: checkpointing's memory and work against k, gradients against the
-formats' limits, what fp16 loses as gradients shrink, and updates lost in bf16 weights."""
+formats' limits, what fp16 loses as gradients shrink, updates lost in bf16 weights, and ZeRO
+stages measured against the planner."""
 
 import math
 
@@ -139,4 +140,26 @@ def plot_scaler(growing, unscaled, scaled):
         ax_zero.plot([100 * z for z in run["zero_shares"]], lw=1, label=f"{label}, loss weight {run['loss_weight']:g}")
     ax_zero.set(xlabel="step", ylabel="% of gradient entries zero", title="fp16 gradients that survive")
     ax_zero.legend(fontsize=7)
+    return _done(fig)
+
+
+def plot_zero(rows, world_size):
+    """Per run (zero.rows): each rank's memory - resting model states against the planner, and the
+    peak of a step - and the bytes it sends per step against the ring model."""
+    fig, (ax_mem, ax_comm) = plt.subplots(1, 2, figsize=(11, 1.6 + 0.55 * len(rows)))
+    labels = [r["run"] for r in rows]
+    y = range(len(rows))
+    ax_mem.barh([i + 0.2 for i in y], [r["peak MiB/rank"] for r in rows], 0.4, color="tab:purple",
+                label="peak during forward + backward")
+    ax_mem.barh([i - 0.2 for i in y], [r["state MiB/rank"] for r in rows], 0.4, color="tab:blue",
+                label="model states at rest")
+    ax_mem.plot([r["planned MiB/rank"] for r in rows], [i - 0.2 for i in y], "k|", ms=14, mew=2, label="planner")
+    ax_mem.set_yticks(list(y), labels)
+    ax_mem.set(xlabel="MiB per rank", title=f"memory, {world_size} ranks")
+    ax_mem.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    ax_comm.barh(list(y), [r["sent MiB/step"] for r in rows], 0.5, color="tab:orange", label="measured")
+    ax_comm.plot([r["ring model MiB"] for r in rows], list(y), "k|", ms=14, mew=2, label="ring model")
+    ax_comm.set_yticks(list(y), labels)
+    ax_comm.set(xlabel="MiB each rank sends per step", title="communication")
+    ax_comm.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     return _done(fig)

@@ -70,3 +70,25 @@ def test_published_gpus_carry_their_figures_and_the_gaps():
     h100 = hardware.consequences(rows["h100"])
     assert h100["ridge_bf16"] == pytest.approx(989 / 3.35)
     assert h100["gpus_for_states"] == 14  # 70B x 16 bytes over 80 GB
+
+
+@pytest.mark.device
+def test_the_device_probe_and_host_transfers(device):
+    """On CPU nothing crosses a bus; on a GPU (make test-gpu) the probe names it and pinned host
+    memory is read at a rate, as is pageable memory (the staging copy makes pageable slower)."""
+    info = hardware.probe(device)
+    moved = hardware.host_device_bandwidth(device, nbytes=64 << 20, repeats=3)
+    if torch.device(device).type != "cuda":
+        assert info["kind"] == "cpu" and moved is None
+        return
+    assert info["kind"] == "cuda" and info["memory_bytes"] > 1 << 30 and info["sms"] >= 1
+    assert set(moved) == {"pinned", "pageable"} and min(moved.values()) > 1e8
+
+
+@pytest.mark.device
+def test_matmuls_run_in_every_format_the_device_computes_in(device):
+    rows = hardware.matmul_rows(device, sizes=(256,), repeats=2)
+    dtypes = {r["dtype"] for r in rows}
+    assert "float32" in dtypes and all(r["flops"] > 1e8 for r in rows)
+    if torch.device(device).type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 0):
+        assert "bfloat16" in dtypes

@@ -1,18 +1,21 @@
 """Module 05's measurements: activation checkpointing every k blocks of the ViT (depth 16),
 the per-layer activation formula against the ViT, fp16 underflow against the loss weight,
-updates lost in bf16 weights, the machine's matmul / copy / all-reduce rates, roofline and MFU, and
-synchronous against asynchronous SGD simulated with 16 workers.
+updates lost in bf16 weights, the machine's matmul / copy / all-reduce rates, roofline and MFU,
+synchronous against asynchronous SGD simulated with 16 workers, and ZeRO stages on 2 or more ranks
+(DDP and FSDP2 beside the planner, checkpointing inside the sharded blocks, checkpoint save costs).
 
     python -m benchmarks.memory [--device auto]
 
 Writes results/memory.json.
 """
 
+import tempfile
+
 import torch
 
 from benchmarks.common import kernel_device, machine, table, write_result
 from trainlab.kernels import timing
-from trainlab.memory import activations, asynchronous, checkpointing, hardware, precision
+from trainlab.memory import activations, asynchronous, checkpointing, hardware, precision, zero
 
 
 def main(argv=None):
@@ -57,12 +60,26 @@ def main(argv=None):
                   "time to target": f"{r['time_to_target']:.0f}", "mean staleness": f"{r['mean_staleness']:.1f}",
                   "max staleness": r["max_staleness"]} for r in sim["runs"]],
                 ["scheme", "time", "final loss", "time to target", "mean staleness", "max staleness"]))
+    zero_device = "cuda" if device.type == "cuda" and torch.cuda.device_count() >= 2 else "cpu"
+    with tempfile.TemporaryDirectory() as folder:
+        zero_runs = zero.compare(world_size=ranks if zero_device == "cuda" else 2, folder=folder, device=zero_device)
+        reshard = zero.reshard_load(zero_runs["zero3"])
+    zero_table = zero.rows(zero_runs)
+    print(table([{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items()} for r in zero_table],
+                list(zero_table[0])))
+    saves = zero.checkpoint_rows(zero_runs)
+    print(table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()} for r in saves], list(saves[0])))
+    print(f"losses equal with checkpointing inside the sharded blocks: "
+          f"{zero_runs['zero3']['losses'] == zero_runs['zero3_checkpointed']['losses']}; "
+          f"2-rank checkpoint loaded into 1 process in {reshard['seconds'] * 1e3:.0f} ms, max diff {reshard['max_diff']:g}")
     payload = {"benchmark": "memory", "machine": machine(device), "probe": hardware.probe(device),
                "checkpointing": ckpt, "block_bytes": sizes, "bytes_per_sbh": per_token, "underflow": under,
                "lost_updates": lost, "matmul": mm, "copy_bandwidth": copy_bw, "roofline": ops,
                "allreduce": allreduce, "mfu": utilisation,
                "asynchronous": {"target": sim["target"], "runs": [{k: v for k, v in r.items() if k != "staleness"}
-                                                                  for r in sim["runs"]]}}
+                                                                  for r in sim["runs"]]},
+               "zero": {"device": zero_device, "runs": zero_table, "stages": zero.stage_rows(zero_runs), "saves": saves,
+                        "reshard": reshard, "losses": {k: r["losses"] for k, r in zero_runs.items()}}}
     print("wrote", write_result("memory", payload))
     return payload
 

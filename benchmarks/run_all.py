@@ -1,4 +1,9 @@
-"""`make bench`: run every benchmark, print its table, write results/*.json and SUMMARY.md.
+"""`make bench`: run every benchmark, print its table, write results/*.json and SUMMARY.md, and
+regenerate the README's measured table from the results (`benchmarks/readme.py`).
+
+SUMMARY.md holds what each benchmark prints itself (its tables and one-line figures) under the
+machine, versions and date it ran on; what its child processes print (training logs, ranks'
+progress) goes to stderr, on the console only.
 
     python -m benchmarks.run_all [--device cuda] [--only kernels sparse]
 
@@ -9,9 +14,12 @@ import argparse
 import importlib
 import io
 import re
+import sys
 from contextlib import redirect_stdout
 
+from benchmarks import readme
 from benchmarks.common import RESULTS
+from trainlab import runner
 
 BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "doctor_labs", "doctor_drills",
               "doctor_external", "corpus", "fsdp", "fsdp_time", "sparse", "compression", "kernels", "attention", "kernel_validation", "memory"]  # each module adds its own
@@ -27,7 +35,7 @@ def main(argv=None):
     for name in args.only or BENCHMARKS:
         module = importlib.import_module(f"benchmarks.{name}")
         buffer = io.StringIO()
-        with redirect_stdout(buffer):
+        with redirect_stdout(buffer), runner.child_output_to(sys.stderr):  # children's logs are not results
             payload = module.main(["--device", args.device])
         print(f"## {name}\n{buffer.getvalue()}")
         machine = ", ".join(f"{k}={v}" for k, v in payload["machine"].items())
@@ -35,6 +43,8 @@ def main(argv=None):
     ordered = [sections[name] for name in BENCHMARKS if name in sections]
     summary.write_text("# Benchmark results (latest `make bench`)\n\n" + "\n".join(ordered))
     print("wrote", summary)
+    readme.update()  # the README's measured table, from the results just written
+    print("rewrote the measured table in", readme.README)
 
 
 def _sections(text):

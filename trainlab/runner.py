@@ -12,6 +12,7 @@ with its error line.
 """
 
 import concurrent.futures
+import contextlib
 import os
 import re
 import selectors
@@ -26,6 +27,19 @@ from pathlib import Path
 
 from trainlab import paths
 
+_child_output = None  # where streamed child output goes; None: sys.stdout at the time
+
+
+@contextlib.contextmanager
+def child_output_to(stream):
+    """Stream every child's output to `stream` instead of sys.stdout while inside: `make bench`
+    shows it on the console but keeps it out of the tables it captures for SUMMARY.md."""
+    global _child_output
+    previous, _child_output = _child_output, stream
+    try:
+        yield
+    finally:
+        _child_output = previous
 
 
 class ChildError(RuntimeError):
@@ -206,8 +220,9 @@ def _pump(proc, chunks, deadline, stream, watchdog=None):
                 return ""
             chunks.append(data)
             if stream:
-                sys.stdout.write(data.decode(errors="replace"))
-                sys.stdout.flush()
+                out = _child_output or sys.stdout
+                out.write(data.decode(errors="replace"))
+                out.flush()
 
 
 def descendants(pid):

@@ -1,5 +1,6 @@
 """trainlab.runner: raising, hanging and signal-killed children; failed ranks; no orphans."""
 
+import io
 import os
 import textwrap
 import time
@@ -27,6 +28,17 @@ def test_output_streams_and_success(capsys):
     assert result.ok and result.returncode == 0
     assert "hello from the child" in result.output
     assert "hello from the child" in capsys.readouterr().out  # streamed as it came
+
+
+def test_child_output_can_be_kept_apart_from_stdout(capsys):
+    """make bench captures a benchmark's stdout for SUMMARY.md; its children's logs go elsewhere."""
+    aside = io.StringIO()
+    with runner.child_output_to(aside):
+        result = runner.run_python(source="print('epoch 0 step 20 loss 2.300')", timeout=30)
+    assert result.ok and "loss 2.300" in aside.getvalue() and "loss 2.300" in result.output
+    assert "loss 2.300" not in capsys.readouterr().out
+    runner.run_python(source="print('back on stdout')", timeout=30)
+    assert "back on stdout" in capsys.readouterr().out
 
 
 def test_child_that_raises_is_reported_with_its_error():

@@ -75,9 +75,11 @@ def test_the_checkpointed_block_gives_the_plain_blocks_gradients():
         torch.testing.assert_close(b, a, rtol=0, atol=0)
 
 
-def test_an_unknown_mode_is_named():
+def test_an_unknown_mode_or_too_few_steps_is_named():
     with pytest.raises(ValueError, match="mode='zero1'.*ddp"):
         zero.zero_stage(None, {"mode": "zero1"}, None)
+    with pytest.raises(ValueError, match="steps=3: need at least 4"):
+        zero.zero_stage(None, {"mode": "zero3", "steps": 3}, None)
 
 
 def test_the_planners_strategies_sit_beside_the_runs_that_share_them(runs):

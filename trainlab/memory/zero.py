@@ -98,6 +98,8 @@ def zero_stage(ctx, options, out):
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}; use one of {MODES}")
     steps, batch = options.get("steps", 5), options.get("batch", 32)
+    if steps < 4:
+        raise ValueError(f"steps={steps}: need at least 4 (two to warm up, one measured, one or more timed)")
     model = experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 8))
     params = sum(p.numel() for p in model.parameters())
     net = _parallelize(model, ctx, mode, checkpointed)
@@ -136,7 +138,7 @@ def zero_stage(ctx, options, out):
 
     ring = (ctx.world_size - 1) / ctx.world_size
     result = {"mode": mode, "checkpoint": checkpointed, "world_size": ctx.world_size, "params": params,
-              "losses": losses, "step_s": statistics.median(seconds[2:]) if steps > 3 else seconds[-1],
+              "losses": losses, "step_s": statistics.median(seconds[3:]),  # not the instrumented step
               "state_bytes": experiments.gather(ctx, states["total"]), "peak_bytes": experiments.gather(ctx, peaks[0]),
               "send_bytes": send, "expected_send_bytes": ring * PASSES[mode] * 4 * params,
               "planned_state_bytes": planner.plan(params, ctx.world_size, PLANNED[mode], "fp32", "adamw")["device_total"]}

@@ -1,0 +1,45 @@
+"""Honest reports: the README's measured table is what benchmarks/readme.py computes from the
+committed results, and SUMMARY.md holds benchmark tables under their machine, versions and
+date - never a child process's training log."""
+
+import json
+import re
+
+import pytest
+
+from benchmarks import readme
+from benchmarks.common import RESULTS
+from benchmarks.run_all import BENCHMARKS, _sections
+
+
+def test_the_readmes_measured_table_is_generated_from_the_results():
+    committed = readme.block(readme.README.read_text())
+    assert committed is not None, "README.md lost its generated block"
+    assert committed == readme.render(), "README.md's measured table differs: run `python -m benchmarks.readme`"
+
+
+def test_a_changed_result_changes_the_table(monkeypatch):
+    original = readme.result
+    real = original("reference_accuracy")
+    changed = {**real, "rows": [dict(r, **{"test accuracy %": 12.5}) if r["run"] == "cnn" else r for r in real["rows"]]}
+    monkeypatch.setattr(readme, "result", lambda name: changed if name == "reference_accuracy" else original(name))
+    assert "**12.5%** test accuracy" in readme.render()
+
+
+def test_a_readme_without_the_block_is_named(tmp_path):
+    path = tmp_path / "README.md"
+    path.write_text("# no table here\n")
+    with pytest.raises(ValueError, match="no generated block"):
+        readme.update(path)
+
+
+def test_summary_sections_carry_their_machine_and_no_child_output():
+    sections = _sections((RESULTS / "SUMMARY.md").read_text())
+    assert set(sections) <= set(BENCHMARKS) and "memory" in sections
+    for name, text in sections.items():
+        lines = text.splitlines()
+        assert re.match(r"date=\d{4}-\d\d-\d\d, torch=[\w.+]+, python=[\d.]+, device=\w+", lines[2]), name
+        machine = json.loads((RESULTS / f"{name}.json").read_text())["machine"]
+        assert lines[2] == ", ".join(f"{k}={v}" for k, v in machine.items()), f"{name}: SUMMARY.md and {name}.json are from different runs"
+        chatter = [line for line in lines if re.match(r"(\[\w+\d*\]:?\s*)?epoch \d+ step|\[rank\d+\]|experiments: .* done", line)]
+        assert not chatter, f"{name}: child output in SUMMARY.md: {chatter[:3]}"

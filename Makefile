@@ -16,7 +16,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup lab test test-full test-rest test-gpu bench notebooks data clean
+.PHONY: help setup lab test test-full test-rest test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -48,6 +48,9 @@ test-rest: setup  ## only what `make test` samples out of the full matrices (CI 
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
 	$(PYTHON) tests/gpu_suite.py
+
+gpu-check:  ## the GPU work that fits in ~8 min on one GPU: notebooks (smoke), kernel ladder, MFU; results JSON
+	$(PYTHON) -m benchmarks.gpu_check
 
 bench: setup  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
 	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))

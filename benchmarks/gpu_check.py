@@ -1,0 +1,88 @@
+"""`make gpu-check`: the GPU work that fits in about 8 minutes on one GPU.
+
+    python -m benchmarks.gpu_check [--skip-notebooks]
+
+1. every solution notebook in smoke mode on cuda (world_size = the visible GPUs, nccl), executed
+   copies under build/executed/ with each notebook's seconds and error, if any;
+2. the kernel ladder at 64 MB and more (`benchmarks.kernels --scale 4`, timed on the GPU);
+3. the reference loop's images/s and MFU in bf16, against the measured matmul peak.
+
+Writes results/gpu_check.json with the device, versions and date. Rows that need 2 or more GPUs
+(the multi-rank notebook sections) say so when fewer are visible. Run it whenever a GPU machine
+is lent; the GPU machine's torch may be older than the pins, and it runs with that torch.
+Exits 2, with a message, when no GPU is visible or a package the notebooks need is missing.
+"""
+
+import argparse
+import importlib.util
+import sys
+import time
+
+from benchmarks.common import machine, table, write_result
+from trainlab.paths import BUILD, NOTEBOOKS, SOLUTIONS
+
+EXECUTED = BUILD / "executed"
+NOTEBOOK_PACKAGES = ("papermill", "nbformat", "ipykernel", "matplotlib", "ipywidgets")
+
+
+def missing_packages():
+    return [m for m in NOTEBOOK_PACKAGES if importlib.util.find_spec(m) is None]
+
+
+def run_notebooks(gpus, cell_timeout=300):
+    """Each solution notebook on cuda, smoke mode: one row per notebook."""
+    import papermill
+
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        start, error = time.perf_counter(), None
+        try:
+            papermill.execute_notebook(str(path), str(EXECUTED / path.name), kernel_name="python3",
+                                       parameters={"device": "cuda", "smoke": True, "world_size": gpus},
+                                       cwd=str(NOTEBOOKS), progress_bar=False, execution_timeout=cell_timeout)
+        except Exception as exc:  # a failing notebook is a row, not the end of the check
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+        rows.append({"notebook": path.stem, "seconds": round(time.perf_counter() - start, 1), "error": error,
+                     "ranks": gpus, "note": "" if gpus >= 2 else "its multi-rank sections need 2+ GPUs for nccl; 1 visible"})
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-notebooks", action="store_true", help="only the kernel ladder and the MFU")
+    args = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print(f"make gpu-check: no CUDA GPU is visible to {sys.executable} (torch {torch.__version__}); "
+              "run it on a GPU machine, with that machine's Python (make gpu-check PYTHON=...)", file=sys.stderr)
+        return 2
+    missing = [] if args.skip_notebooks else missing_packages()
+    if missing:
+        print(f"make gpu-check: missing packages {missing} for the notebooks; install them (pure-Python wheels "
+              "work offline: pip install --no-index --find-links WHEELS_DIR ...) or pass --skip-notebooks",
+              file=sys.stderr)
+        return 2
+    device, gpus = torch.device("cuda"), torch.cuda.device_count()
+    start = time.perf_counter()
+    notebooks = [] if args.skip_notebooks else run_notebooks(gpus)
+    if notebooks:
+        print(table(notebooks, ["notebook", "seconds", "ranks", "error", "note"]))
+
+    from benchmarks import kernels
+    from trainlab.memory import hardware
+
+    ladder = kernels.main(["--device", "cuda", "--scale", "4", "--repeats", "20"])
+    utilisation = hardware.mfu(device, steps=60, precision="bf16")
+    print(f"reference loop on {torch.cuda.get_device_name(device)}: {utilisation['images_per_s']:,.0f} images/s, "
+          f"MFU {utilisation['mfu']:.1%} of the measured bf16 matmul peak ({utilisation['peak_flops'] / 1e12:.0f} TFLOP/s)")
+    payload = {"benchmark": "gpu_check", "machine": machine(device), "visible_gpus": gpus,
+               "wall_s": round(time.perf_counter() - start, 1), "notebooks": notebooks,
+               "kernel_ladder": ladder["ladder"], "kernel_scale": ladder["scale"], "mfu": utilisation}
+    print("wrote", write_result("gpu_check", payload))
+    return 1 if any(row["error"] for row in notebooks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

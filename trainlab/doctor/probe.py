@@ -42,6 +42,12 @@ from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
 DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
+# Number-format measurements (zero gradients, updates kept, weights rewritten between steps) also
+# take pairs of consecutive steps through the run, every SAMPLE_EVERY steps: a fix that holds for
+# the first steps and fails later (a scaler whose scale collapses, a schedule that shrinks the
+# updates below bf16's resolution) is measured where it fails.
+SAMPLE_EVERY = 25
+REWRITE_TOLERANCE = 2.0 ** -12  # relative: a weight changed by more than this between steps was rewritten
 CAPTURE_STEPS = 17  # batches whose (input features, targets) are kept for the label test
 KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
 HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
@@ -201,6 +207,8 @@ class Seen:
     grad_stats: list = field(default_factory=list)  # per step: parameters, with grad, zero grads, norm
     zero_grad_shares: list = field(default_factory=list)  # per step: share of gradient entries exactly zero
     lost_update_shares: list = field(default_factory=list)  # per step: share of pushed weights that did not move
+    rewritten_shares: list = field(default_factory=list)  # per step: share of weights changed outside optimizer.step
+    boundary_zero_shares: list = field(default_factory=list)  # per step: zero share of gradients at 16-bit outputs
     stale_grads: list = field(default_factory=list)  # per step: non-zero gradients left at its first backward?
     probabilities_into_loss: int = 0  # cross-entropy calls whose input rows look like probabilities
     saved_after_step: list = field(default_factory=list)  # autograd graph bytes held after each step
@@ -236,7 +244,11 @@ class Probe:
         self._loss_refs = []  # (step, weak reference to the loss tensor backward() was called on)
         self._graph_refs = []  # (step, weak reference to a marker stored in that loss's grad_fn)
         self._before_update = {}  # parameter -> its value before an inspected optimizer step
-        self._previous_start = {}  # parameter -> (value, gradient nonzero) at the last inspected step's start
+        # The optimizer's weights, by position in its parameter list (masters re-made as new tensors each
+        # step still match): (step, [(value, gradient nonzero)]) at a sampled step's start, (step, [value])
+        # after its update; and the zero/total counts of gradients reaching 16-bit layer outputs.
+        self._previous_start, self._after_update = None, None
+        self._boundary = [0, 0]
         self._in_training_forward = False  # inside the root model's forward with gradients enabled
 
     # Shortcuts for what the experiments, the checks and the live plots read.
@@ -476,12 +488,10 @@ class Probe:
                 if self.steps < DETAIL_STEPS:
                     self.seen.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
                                                  "zero": sum(int(not g.any()) for g in grads)})
-                    entries = sum(g.numel() for g in grads)
-                    self.seen.zero_grad_shares.append(sum(int((g == 0).sum()) for g in grads) / max(entries, 1))
-                    self._record_lost_updates(params)
                     self._before_update = {p: p.detach().clone() for p in params}
-                    self._previous_start = {p: (self._before_update[p], p.grad != 0) for p in params
-                                            if p.grad is not None}
+        if self.sampled():
+            with self.internal(), torch.no_grad():
+                self._record_formats([p for g in optimizer.param_groups for p in g["params"]])
         self._step_start = time.perf_counter()
 
     def _after_step(self, optimizer, args, kwargs):
@@ -492,6 +502,10 @@ class Probe:
             with self.internal(), torch.no_grad():
                 self.seen.update_ratios.append(self._update_ratios())
             self._before_update = {}
+        if self.sampled():
+            with self.internal(), torch.no_grad():
+                self._after_update = (self.steps, [p.detach().clone() for g in optimizer.param_groups
+                                                   for p in g["params"]])
         self.steps += 1
         self.saved.step = self.steps
         if self.on_step is not None:
@@ -513,6 +527,10 @@ class Probe:
     def inspecting(self):
         """Whether this step's gradients are inspected in depth."""
         return self.every_step or self.steps < DETAIL_STEPS
+
+    def sampled(self):
+        """Whether this step's number formats are measured: the first steps, then pairs of steps."""
+        return self.steps < DETAIL_STEPS or self.steps % SAMPLE_EVERY in (0, 1)
 
     def _frozen_at_init(self, frozen):
         """Frozen weight matrices, kernels and embeddings no load_state_dict filled: random numbers
@@ -556,20 +574,47 @@ class Probe:
         return {"params": total, "missing": missing, "zero": zero, "frozen": frozen,
                 "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
 
-    def _record_lost_updates(self, params):
-        """Share of the weights that had a nonzero gradient at the last inspected step and hold the
-        same value now: updates that rounded away, whether in the optimizer's addition (bf16
-        weights) or in a copy made between steps (fp32 masters re-made from bf16 weights)."""
-        pushed = stuck = 0
-        for p in params:
-            if p in self._previous_start:
-                value, nonzero = self._previous_start[p]
-                if value.shape == p.shape:
+    def _record_formats(self, params):
+        """At a sampled step's start: the share of gradient entries exactly zero (and of those reaching
+        16-bit layer outputs in this step's backward); against the step before, if it was sampled, the
+        share of pushed weights that kept exactly their value - updates that rounded away, in the
+        optimizer's addition (bf16 weights) or in a copy made between steps (fp32 masters re-made from
+        bf16 weights) - and the share changed since that step's update (weights rewritten between
+        steps). Weights are matched by position, so masters re-made as new tensors still compare."""
+        grads = [p.grad for p in params if p.grad is not None]
+        entries = sum(g.numel() for g in grads)
+        self.seen.zero_grad_shares.append(sum(int((g == 0).sum()) for g in grads) / max(entries, 1))
+        zero, total = self._boundary
+        if total:
+            self.seen.boundary_zero_shares.append(zero / total)
+        self._boundary = [0, 0]
+        previous, self._previous_start = self._previous_start, None
+        if previous is not None and previous[0] == self.steps - 1:
+            pushed = stuck = 0
+            for p, (value, nonzero) in zip(params, previous[1]):
+                if value is not None and value.shape == p.shape:
                     pushed += int(nonzero.sum())
                     stuck += int(((p.detach() == value) & nonzero).sum())
-        if pushed:
-            self.seen.lost_update_shares.append(stuck / pushed)
-        self._previous_start = {}
+            if pushed:
+                self.seen.lost_update_shares.append(stuck / pushed)
+        after, self._after_update = self._after_update, None
+        if after is not None and after[0] == self.steps - 1:
+            changed = checked = 0
+            for p, value in zip(params, after[1]):
+                if value.shape == p.shape and p.is_floating_point():
+                    now = p.detach().to(value.dtype)
+                    changed += int(((now - value).abs() > REWRITE_TOLERANCE * value.abs() + 1e-30).sum())
+                    checked += value.numel()
+            if checked:
+                self.seen.rewritten_shares.append(changed / checked)
+        self._previous_start = (self.steps, [(p.detach().clone(), p.grad != 0) if p.grad is not None else (None, None)
+                                             for p in params])
+
+    def _count_boundary_zeros(self, grad):
+        """A tensor hook on a 16-bit layer output: count the gradient entries that arrive as zero."""
+        with self.internal():
+            self._boundary[0] += int((grad == 0).sum())
+            self._boundary[1] += grad.numel()
 
     def _update_ratios(self):
         """|delta w| / |w| of each parameter this optimizer step changed (or failed to change)."""
@@ -629,6 +674,9 @@ class Probe:
         out = output if isinstance(output, torch.Tensor) else None
         if self.watch_finite and out is not None and out.is_floating_point():
             self._watch_finite(module, inputs, out, is_root)
+        if (out is not None and out.dtype in (torch.float16, torch.bfloat16) and out.requires_grad
+                and self._in_training_forward and self.sampled() and not any(True for _ in module.children())):
+            out.register_hook(self._count_boundary_zeros)  # leaf layers only: each output counted once
         if self.steps >= DETAIL_STEPS:
             return
         seen = self.seen
@@ -708,6 +756,7 @@ class Probe:
             "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
             "grad_stats": seen.grad_stats, "stale_grads": seen.stale_grads,
             "zero_grad_shares": seen.zero_grad_shares, "lost_update_shares": seen.lost_update_shares,
+            "rewritten_shares": seen.rewritten_shares, "boundary_zero_shares": seen.boundary_zero_shares,
             "optimizers": [_describe(o) for o in seen.optimizers],
             "init_weight_std": self.captured.init_weights,
             "batch_acc": curves.batch_accs or [float(a) for a in curves.batch_acc_tensors],

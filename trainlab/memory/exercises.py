@@ -195,6 +195,24 @@ EXERCISES += [
                           "        optimizer.step()\n        with torch.no_grad():\n"
                           "            for m, p in zip(master, model.parameters()):\n                p.copy_(m)\n")),
                 kind="partial", reason="kept exactly the same value"),
+            WrongFix("fp32 masters re-made from the bf16 weights each step, Adam's state carried over", shipped(
+                ("optimizer = torch.optim.AdamW(model.parameters(),",
+                 "optimizer = torch.optim.AdamW([p.detach().float() for p in model.parameters()],"),
+                ("        optimizer.step()\n",
+                 "        master = [p.detach().float() for p in model.parameters()]  # fp32 copies for the update\n"
+                 "        for m, p in zip(master, model.parameters()):\n            m.grad, p.grad = p.grad.float(), None\n"
+                 "        state = optimizer.state_dict()\n        optimizer.param_groups[0]['params'] = master\n"
+                 "        optimizer.state.clear()\n        optimizer.load_state_dict(state)\n        optimizer.step()\n"
+                 "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
+                 "                p.copy_(m)\n")),
+                kind="partial", reason="kept exactly the same value"),
+            WrongFix("fp32 masters re-synced from the bf16 model every other step", shipped(
+                MASTERS, ("        loss.backward()\n",
+                          "        loss.backward()\n        with torch.no_grad():\n"
+                          "            for m, p in zip(master, model.parameters()):\n                if step % 2 == 0:\n"
+                          "                    m.copy_(p)\n                m.grad, p.grad = p.grad.float(), None\n"),
+                MASTERS_TO_MODEL),
+                kind="partial", reason="overwritten"),
             WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="bfloat16"),
             CorrectAlternative("fp32 master weights kept by hand", shipped(
                 MASTERS, ("        loss.backward()\n", "        loss.backward()\n" + GRADS_TO_MASTERS), MASTERS_TO_MODEL)),
@@ -204,7 +222,12 @@ EXERCISES += [
                 (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.float16):\n            logits = model(x)\n"),
                 ("        loss.backward()\n        optimizer.step()\n",
                  "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n"))),
-        )),
+            CorrectAlternative("the fix with gradient clipping at 1.0", shipped(
+                (BF16_MODEL, "model = make_model()\n"),
+                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"),
+                ("        optimizer.step()\n",
+                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n"))),
+        ), guards=()),
     LabExercise(
         "memory/prec_2", mechanisms={"fp16-gradient-underflow": BY_CAUSE["fp16-gradient-underflow"]},
         hints=(
@@ -224,6 +247,10 @@ EXERCISES += [
             WrongFix("a smaller Adam eps", shipped(("lr=1e-3)", "lr=1e-3, eps=1e-16)")), kind="mask",
                      reason="exactly zero"),
             WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="exactly zero"),
+            WrongFix("a smaller division and a float32 weight penalty in the loss", shipped((
+                DIVIDED, "        penalty = 1e-4 * sum((p ** 2).sum() for p in model.parameters())\n"
+                         "        ((loss + penalty) / 4096).backward()\n        optimizer.step()\n")),
+                kind="mask", reason="16-bit layer outputs"),
             WrongFix("a GradScaler that never scales the loss", shipped(ADD_SCALER, (
                 DIVIDED, "        (loss / 65536).backward()\n        scaler.step(optimizer)\n        scaler.update()\n")),
                 kind="partial", verdict="error", reason="scaler.scale"),
@@ -234,5 +261,12 @@ EXERCISES += [
             CorrectAlternative("bf16 autocast, the division kept", shipped((
                 FP16_AUTOCAST, "        with torch.autocast(device.type, dtype=torch.bfloat16):\n"
                                "            logits = model(x)\n"))),
-        )),
+            CorrectAlternative("a GradScaler with unscale_ and clipping (the usual AMP recipe)", shipped(ADD_SCALER, (
+                DIVIDED, "        scaler.scale(loss).backward()\n        scaler.unscale_(optimizer)\n"
+                         "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                         "        scaler.step(optimizer)\n        scaler.update()\n"))),
+            CorrectAlternative("drop the division and clip at 1.0", shipped((
+                DIVIDED, "        loss.backward()\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                         "        optimizer.step()\n"))),
+        ), guards=()),
 ]

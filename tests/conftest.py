@@ -16,6 +16,7 @@ on some CPUs (the ResNet and ViT drills; the ViT's bfloat16 matmuls, without nat
 """
 
 import os
+import tempfile
 import time
 import tomllib
 from collections import defaultdict
@@ -29,6 +30,9 @@ matplotlib.use("Agg")
 TESTS = Path(__file__).resolve().parent
 # `make test` hides GPUs; `make test-gpu` sets TRAINLAB_TEST_DEVICE=cuda for tests marked `device`.
 DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
+# Checked verdicts are recorded (trainlab.progress): the tests' go to a folder of their own, never
+# a user's records; notebook kernels and check children inherit it.
+os.environ["TRAINLAB_PROGRESS_DIR"] = tempfile.mkdtemp(prefix="trainlab-test-progress-")
 OVER_BUDGET = 1.5  # under CI=true, an area may take at most this times its share (on a machine as fast)
 MAX_SLOWER = 2.5  # a machine taken as slower than this fails the budget whatever the areas' balance
 SECONDS = defaultdict(float)  # area -> seconds of setup, call and teardown in this session

@@ -15,10 +15,11 @@ import difflib
 import html
 import json
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import labs
+from trainlab import labs, progress
 from trainlab.checks import diagnosis
 from trainlab.display import Code, say, show
 
@@ -140,6 +141,11 @@ class Exercise:
         if self.asks_for_diagnosis:
             verdict.diagnosis = diagnosis.grade(self.lab) or diagnosis.NOT_STATED
         show(verdict)
+        try:
+            progress.record(verdict)
+        except OSError as exc:  # a read-only home must not cost the learner the verdict
+            warnings.warn(f"this verdict was not recorded in {progress.folder()}: {exc}; "
+                          "set TRAINLAB_PROGRESS_DIR to a writable folder", stacklevel=2)
         return verdict
 
     def hint(self, level=None):

@@ -3,7 +3,8 @@
     python -m benchmarks.gpu_check [--skip-notebooks]
 
 1. every solution notebook in smoke mode on cuda (world_size = the visible GPUs, nccl), executed
-   copies under build/executed/ with each notebook's seconds and error, if any;
+   copies under build/executed/ and HTML under build/html/, with each notebook's minutes and
+   error, if any (`benchmarks/notebook_times.py`);
 2. the kernel ladder at 64 MB and more (`benchmarks.kernels --scale 4`, timed on the GPU);
 3. the reference loop's images/s and MFU in bf16, against the measured matmul peak.
 
@@ -18,34 +19,14 @@ import importlib.util
 import sys
 import time
 
+from benchmarks import notebook_times
 from benchmarks.common import machine, table, write_result
-from trainlab.paths import BUILD, NOTEBOOKS, SOLUTIONS
 
-EXECUTED = BUILD / "executed"
-NOTEBOOK_PACKAGES = ("papermill", "nbformat", "ipykernel", "matplotlib", "ipywidgets")
+NOTEBOOK_PACKAGES = ("papermill", "nbformat", "nbconvert", "ipykernel", "matplotlib", "ipywidgets")
 
 
 def missing_packages():
     return [m for m in NOTEBOOK_PACKAGES if importlib.util.find_spec(m) is None]
-
-
-def run_notebooks(gpus, cell_timeout=300):
-    """Each solution notebook on cuda, smoke mode: one row per notebook."""
-    import papermill
-
-    EXECUTED.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for path in sorted(SOLUTIONS.glob("*.ipynb")):
-        start, error = time.perf_counter(), None
-        try:
-            papermill.execute_notebook(str(path), str(EXECUTED / path.name), kernel_name="python3",
-                                       parameters={"device": "cuda", "smoke": True, "world_size": gpus},
-                                       cwd=str(NOTEBOOKS), progress_bar=False, execution_timeout=cell_timeout)
-        except Exception as exc:  # a failing notebook is a row, not the end of the check
-            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
-        rows.append({"notebook": path.stem, "seconds": round(time.perf_counter() - start, 1), "error": error,
-                     "ranks": gpus, "note": "" if gpus >= 2 else "its multi-rank sections need 2+ GPUs for nccl; 1 visible"})
-    return rows
 
 
 def main(argv=None):
@@ -66,9 +47,13 @@ def main(argv=None):
         return 2
     device, gpus = torch.device("cuda"), torch.cuda.device_count()
     start = time.perf_counter()
-    notebooks = [] if args.skip_notebooks else run_notebooks(gpus)
+    notebooks = [] if args.skip_notebooks else notebook_times.run("cuda", smoke=True, world_size=gpus, cell_timeout=300)
+    for row in notebooks:
+        row["ranks"] = gpus
+        row["note"] = "" if gpus >= 2 else "its multi-rank sections need 2+ GPUs for nccl; 1 visible"
     if notebooks:
-        print(table(notebooks, ["notebook", "seconds", "ranks", "error", "note"]))
+        print(table(notebooks, ["notebook", "minutes", "ranks", "error", "note"]))
+        notebook_times.render_html(", ".join(f"{k}={v}" for k, v in machine(device).items()) + ", smoke settings")
 
     from benchmarks import kernels
     from trainlab.memory import hardware

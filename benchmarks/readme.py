@@ -240,12 +240,12 @@ def render():
     return "\n".join(lines + ["", END])
 
 
-def block(text):
+def block(text, begin=BEGIN, end=END):
     """The generated block in text (markers included), or None."""
-    if BEGIN not in text or END not in text:
+    if begin not in text or end not in text:
         return None
-    start = text.index(BEGIN)
-    return text[start:text.index(END, start) + len(END)]
+    start = text.index(begin)
+    return text[start:text.index(end, start) + len(end)]
 
 
 def update(readme=README):

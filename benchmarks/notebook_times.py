@@ -53,14 +53,15 @@ def run(device="cpu", smoke=False, world_size=None, only=(), cell_timeout=900):
     return rows
 
 
-def render_html(about):
-    """build/html/NAME.html for each executed notebook, with where and when it ran on top."""
+def render_html(about, names):
+    """build/html/NAME.html for the notebooks just executed (names), with where and when they ran on top."""
     import nbconvert
     import nbformat
 
     HTML.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in sorted(EXECUTED.glob("*.ipynb")):
+    for name in names:
+        path = EXECUTED / f"{name}.ipynb"
         nb = nbformat.read(path, as_version=4)
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"*Executed on {about}.*"))
         body, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
@@ -114,7 +115,7 @@ def main(argv=None):
         print(table(rows, ["notebook", "minutes", "error"]))
         info = machine(device)
         about = ", ".join(f"{k}={v}" for k, v in info.items()) + (", smoke settings" if args.smoke else ", default settings")
-        print("wrote", *render_html(about), sep="\n  ")
+        print("wrote", *render_html(about, [row["notebook"] for row in rows]), sep="\n  ")
         if not args.smoke:  # the doc's table is for the default settings; --only replaces those rows
             results = load()
             kept = [r for r in results.get(device.type, {}).get("rows", []) if r["notebook"] not in {x["notebook"] for x in rows}]

@@ -588,7 +588,7 @@ class Probe:
         if total:
             self.seen.boundary_zero_shares.append(zero / total)
         self._boundary = [0, 0]
-        previous, self._previous_start = self._previous_start, None
+        previous, after = self._previous_start, self._after_update  # each tagged with its step
         if previous is not None and previous[0] == self.steps - 1:
             pushed = stuck = 0
             for p, (value, nonzero) in zip(params, previous[1]):
@@ -597,7 +597,6 @@ class Probe:
                     stuck += int(((p.detach() == value) & nonzero).sum())
             if pushed:
                 self.seen.lost_update_shares.append(stuck / pushed)
-        after, self._after_update = self._after_update, None
         if after is not None and after[0] == self.steps - 1:
             changed = checked = 0
             for p, value in zip(params, after[1]):

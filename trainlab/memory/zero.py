@@ -36,7 +36,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from trainlab.distributed import accounting
-from trainlab.fsdp import experiments, planner
+from trainlab.fsdp import experiments, planner, runs
 from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp
 from trainlab.models import ModelConfig, build_model
 
@@ -136,11 +136,10 @@ def zero_stage(ctx, options, out):
         optimizer.zero_grad(set_to_none=True)
         losses.append(_mean_loss(ctx, result["loss"]))
 
-    ring = (ctx.world_size - 1) / ctx.world_size
     result = {"mode": mode, "checkpoint": checkpointed, "world_size": ctx.world_size, "params": params,
               "losses": losses, "step_s": statistics.median(seconds[3:]),  # not the instrumented step
               "state_bytes": experiments.gather(ctx, states["total"]), "peak_bytes": experiments.gather(ctx, peaks[0]),
-              "send_bytes": send, "expected_send_bytes": ring * PASSES[mode] * 4 * params,
+              "send_bytes": send, "expected_send_bytes": runs.comm_formula(params, ctx.world_size, PASSES[mode]),
               "planned_state_bytes": planner.plan(params, ctx.world_size, PLANNED[mode], "fp32", "adamw")["device_total"]}
     if options.get("save"):
         result["save"] = save_costs(ctx, net, optimizer, out)
@@ -244,7 +243,6 @@ def stage_rows(results):
     ZeRO-2's resting memory is not FSDP2's)."""
     any_run = next(iter(results.values()))
     params, world_size = any_run["params"], any_run["world_size"]
-    ring = (world_size - 1) / world_size
     out = []
     for strategy in planner.STRATEGIES:
         plan = planner.plan(params, world_size, strategy, "fp32", "adamw")
@@ -252,7 +250,7 @@ def stage_rows(results):
         same_memory = run is not None and PLANNED[run["mode"]] == strategy
         out.append({"strategy": strategy, "planned MiB/rank": plan["device_total"] / 2**20,
                     "measured MiB/rank": max(run["state_bytes"]) / 2**20 if same_memory else None,
-                    "planned sent MiB": ring * PASSES[strategy] * 4 * params / 2**20,
+                    "planned sent MiB": runs.comm_formula(params, world_size, PASSES[strategy]) / 2**20,
                     "measured sent MiB": run["send_bytes"] / 2**20 if run else None,
                     "CPU MiB/rank": plan["cpu_total"] / 2**20})
     return out

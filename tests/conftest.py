@@ -15,6 +15,7 @@ on some CPUs (the ResNet and ViT drills; the ViT's bfloat16 matmuls, without nat
 0.8 s a step on 2 AVX2 cores) whose mechanism the rest already covers on another script.
 """
 
+import json
 import os
 import tempfile
 import time
@@ -33,9 +34,15 @@ DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
 # Checked verdicts are recorded (trainlab.progress): the tests' go to a folder of their own, never
 # a user's records; notebook kernels and check children inherit it.
 os.environ["TRAINLAB_PROGRESS_DIR"] = tempfile.mkdtemp(prefix="trainlab-test-progress-")
+# A multi-rank launch whose rank crashed inside torch (a fatal signal, no Python error) is launched
+# again once where that is safe (runner.run_distributed's retry_crash); each such crash is listed
+# at the end of the run, with the crashed rank's last lines, so none passes unseen.
+CRASH_LOG = Path(tempfile.mkdtemp(prefix="trainlab-test-crashes-")) / "crashes.jsonl"
+os.environ["TRAINLAB_CRASH_LOG"] = str(CRASH_LOG)
 OVER_BUDGET = 1.5  # under CI=true, an area may take at most this times its share (on a machine as fast)
 MAX_SLOWER = 2.5  # a machine taken as slower than this fails the budget whatever the areas' balance
 SECONDS = defaultdict(float)  # area -> seconds of setup, call and teardown in this session
+DURATIONS = defaultdict(float)  # test id -> seconds, written to build/test-durations-<matrix>.json
 STARTED = time.perf_counter()
 
 
@@ -72,6 +79,7 @@ def area(nodeid):
 
 def pytest_runtest_logreport(report):
     SECONDS[area(report.nodeid)] += report.duration  # setup (module fixtures), call and teardown all count
+    DURATIONS[report.nodeid] += report.duration
 
 
 def budget():
@@ -94,6 +102,27 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if mode == "sample":
         terminalreporter.write_line(f"this machine ran the areas {machine_speed(seconds, shares):.2f}x slower than the "
                                     f"shares' machine (median area; 1.00 when as fast or faster)")
+    write_durations(mode)
+    report_crashes(terminalreporter)
+
+
+def write_durations(mode):
+    """Every test's seconds, slowest first: where to look when an area outgrows its share."""
+    out = TESTS.parent / "build" / f"test-durations-{mode}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ranked = dict(sorted(((k, round(v, 2)) for k, v in DURATIONS.items()), key=lambda kv: -kv[1]))
+    out.write_text(json.dumps(ranked, indent=1) + "\n")
+
+
+def report_crashes(terminalreporter):
+    if not CRASH_LOG.exists():
+        return
+    crashes = [json.loads(line) for line in CRASH_LOG.read_text().splitlines() if line.strip()]
+    terminalreporter.section(f"multi-rank launches re-run after a crash inside torch: {len(crashes)}")
+    for c in crashes:
+        terminalreporter.write_line(f"{c['time']}  rank {c['rank']} {c['signal']}: {c['command']}")
+        for line in c["last_lines"]:
+            terminalreporter.write_line(f"    {line}")
 
 
 def pytest_sessionfinish(session, exitstatus):

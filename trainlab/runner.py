@@ -13,6 +13,7 @@ with its error line.
 
 import concurrent.futures
 import contextlib
+import json
 import os
 import re
 import selectors
@@ -58,6 +59,7 @@ class Result:
     timed_out: bool = False
     failed_rank: int | None = None  # multi-rank runs: the first rank that failed
     error: str = ""  # one line: what went wrong
+    retried_after: str = ""  # multi-rank runs launched twice: why the first launch failed (see run_distributed)
 
     @property
     def ok(self):
@@ -100,12 +102,17 @@ def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, en
 
 
 def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, env=None, stream=True,
-                    max_restarts=0, cwd=None):
+                    max_restarts=0, cwd=None, retry_crash=False):
     """Launch a script file (or a module, -m) on nproc local ranks with torch.distributed.run;
     return a Result.
 
     Rendezvous stays on localhost (--standalone). On failure, result.failed_rank and
     result.error name the first rank that failed and its exception line.
+
+    retry_crash: when a rank dies by a fatal signal with no Python error (a crash inside torch or
+    gloo, not in the script: see native_crash), say so, record it (TRAINLAB_CRASH_LOG) and launch
+    once more. True, or a function to call first (to clear what the crashed launch left behind);
+    only for launches that are safe to repeat.
     """
     if not isinstance(nproc, int) or nproc < 1:
         raise ValueError(f"nproc={nproc!r}: the number of ranks must be an integer >= 1")
@@ -114,8 +121,50 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
         f"--max-restarts={max_restarts}", "--tee=3",  # prefix every line with its rank
         *_target(script, module), *map(str, args),
     ]
-    result = run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd)
-    return _name_failed_rank(result)
+    result = _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
+    crash = native_crash(result) if retry_crash else None
+    if crash is None:
+        return result
+    rank, sig = crash
+    notice = (f"trainlab: rank {rank} was killed by {sig.name} with no Python error - a crash inside torch, "
+              f"not in {script or module}; launching once more")
+    print(notice, file=_child_output or sys.stdout, flush=True)
+    _record_crash(cmd, rank, sig, result)
+    if callable(retry_crash):
+        retry_crash()
+    again = _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
+    again.retried_after = result.error
+    if not again.ok:
+        again.error = f"{again.error} (on a second launch; the first: {result.error})"
+    return again
+
+
+FATAL_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
+
+
+def native_crash(result):
+    """(rank, signal) when a rank died by a fatal signal - a crash in native code (a Python error
+    exits with a code instead) - else None. Not a time-out, not SIGKILL/SIGTERM (those come from
+    outside: the time limit, the launcher stopping the other ranks, the out-of-memory killer)."""
+    if result.ok or result.timed_out:
+        return None
+    for rank, code in failed_ranks(result.output):
+        if code < 0 and -code in [int(s) for s in FATAL_SIGNALS]:
+            return rank, signal.Signals(-code)
+    return None
+
+
+def _record_crash(cmd, rank, sig, result):
+    """Append the crash, with the crashed rank's last lines (faulthandler's stacks), to the file
+    TRAINLAB_CRASH_LOG names: the test session lists every re-launched crash in its summary."""
+    path = os.environ.get("TRAINLAB_CRASH_LOG")
+    if not path:
+        return
+    tail = rank_output(result.output, rank).splitlines()[-40:]
+    entry = {"time": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(map(str, cmd[3:])), "rank": rank,
+             "signal": sig.name, "error": result.error, "last_lines": tail}
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
 
 
 def run_multinode(script=None, *, nnodes, nproc_per_node=1, module=None, args=(), timeout=120.0, env=None,
@@ -147,7 +196,8 @@ def _target(script, module):
 
 
 def _rank_env(env):
-    return child_env({"OMP_NUM_THREADS": "1", **(env or {})})  # ranks share the cores
+    # ranks share the cores; a rank killed by a signal prints its Python stacks (faulthandler)
+    return child_env({"OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1", **(env or {})})
 
 
 def _name_failed_rank(result):

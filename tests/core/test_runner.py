@@ -1,7 +1,9 @@
 """trainlab.runner: raising, hanging and signal-killed children; failed ranks; no orphans."""
 
 import io
+import json
 import os
+import signal
 import textwrap
 import time
 
@@ -82,8 +84,9 @@ def test_failed_rank_is_named_with_its_error(tmp_path):
             raise ValueError("rank one cannot read its shard")
         dist.barrier()
     """))
-    result = runner.run_distributed(script, nproc=2, timeout=60, stream=False)
-    assert not result.ok and result.failed_rank == 1
+    cleared = []  # a Python error is the script's own: never launched again
+    result = runner.run_distributed(script, nproc=2, timeout=60, stream=False, retry_crash=lambda: cleared.append(1))
+    assert not result.ok and result.failed_rank == 1 and cleared == [] and runner.native_crash(result) is None
     assert result.error == "rank 1 failed: ValueError: rank one cannot read its shard"
 
 
@@ -105,6 +108,37 @@ def test_killed_rank_is_named_and_no_worker_survives(tmp_path):
     assert result.failed_rank == 1 and "SIGKILL" in result.error
     for f in pids.iterdir():
         assert not alive(int(f.read_text())), f"rank {f.name} survived"
+
+
+CRASH_ONCE = """
+    import os, signal, sys
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    marker = sys.argv[1]
+    dist.barrier()
+    if dist.get_rank() == 1 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a crash inside torch looks like from outside
+    dist.barrier()
+    dist.destroy_process_group()
+"""
+
+
+def test_a_crash_inside_torch_is_named_and_launched_again_once_when_asked(tmp_path, monkeypatch):
+    script = tmp_path / "crash_once.py"
+    script.write_text(textwrap.dedent(CRASH_ONCE))
+    log = tmp_path / "crashes.jsonl"
+    monkeypatch.setenv("TRAINLAB_CRASH_LOG", str(log))
+    once = runner.run_distributed(script, nproc=2, args=[tmp_path / "a"], timeout=60, stream=False)
+    assert not once.ok and once.failed_rank == 1 and "SIGSEGV" in once.error  # not asked: reported, not re-run
+    assert runner.native_crash(once) == (1, signal.SIGSEGV)
+    cleared = []
+    again = runner.run_distributed(script, nproc=2, args=[tmp_path / "b"], timeout=60, stream=False,
+                                   retry_crash=lambda: cleared.append(True))
+    assert again.ok and cleared == [True] and "SIGSEGV" in again.retried_after
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["rank"], e["signal"]) for e in entries] == [(1, "SIGSEGV")]
+    assert any("Fatal Python error" in line for line in entries[0]["last_lines"])  # faulthandler's stack
 
 
 def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):

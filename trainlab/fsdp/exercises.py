@@ -128,7 +128,7 @@ class FsdpLabExercise(Exercise):
                     "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
                     "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
             (tmp / "spec.json").write_text(json.dumps(spec))
-            result = runner.run_distributed(module="trainlab.fsdp.labcheck", nproc=self.world_size,
+            result = runner.run_distributed(retry_crash=True, module="trainlab.fsdp.labcheck", nproc=self.world_size,
                                             args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
                                             timeout=self.timeout, stream=False)
             observed = tmp / "out" / "observed.json"

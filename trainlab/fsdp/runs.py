@@ -8,6 +8,7 @@ Used by notebook 02, its benchmark and (the same launches) its tests.
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -33,11 +34,25 @@ def run_configs(configs, world_size, folder, device="cpu", timeout=600.0, pg_tim
     spec = {"_pg_timeout": pg_timeout, **{name: [*argv, "--device", str(device)] for name, argv in configs.items()}}
     (out / "spec.json").write_text(json.dumps(spec))
     result = runner.run_distributed(module="trainlab.distributed.suite", nproc=world_size, timeout=timeout, stream=stream,
-                                    args=[lab_script(folder), out / "spec.json", out])
+                                    args=[lab_script(folder), out / "spec.json", out],
+                                    retry_crash=lambda: _clear_outputs(configs, out))
     if not result.ok:
         raise RuntimeError(f"the {world_size}-rank run failed: {result.error}\n{result.output[-2000:]}")
     return {name: {"report": json.loads((out / f"{name}.json").read_text()), "state": out / f"{name}.pt"}
             for name in configs}
+
+
+def _clear_outputs(configs, out):
+    """Before a second launch: remove the reports, states and checkpoints the crashed one wrote, so
+    that a resumed configuration finds only what this launch writes. Checkpoints a configuration
+    only reads (--resume without writing first in this spec) stay."""
+    written = {argv[argv.index("--ckpt-dir") + 1] for argv in configs.values()
+               if "--ckpt-dir" in argv and "--resume" not in argv}
+    for folder in written:
+        shutil.rmtree(folder, ignore_errors=True)
+    for name in configs:
+        for suffix in (".json", ".pt"):
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def run_single(argv, folder, device="cpu", name="single", timeout=300.0):

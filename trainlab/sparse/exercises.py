@@ -69,7 +69,7 @@ class SparseLabExercise(Exercise):
         return tuple(dict.fromkeys(CAUSE_OF_CASE.values()))
 
     def measure(self, source):
-        return run_on_source(source, lambda script, out: runner.run_distributed(
+        return run_on_source(source, lambda script, out: runner.run_distributed(retry_crash=True,
             module="trainlab.sparse.labcheck", nproc=self.world_size, args=[script, out], timeout=self.timeout,
             stream=False), prefix="trainlab-sparse-check-")
 

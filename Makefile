@@ -16,7 +16,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup lab test test-full test-rest test-gpu gpu-check bench notebooks data clean
+.PHONY: help setup lab test test-full test-rest test-browser test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -34,8 +34,7 @@ $(READY):
 	@touch "$(READY)"
 
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
-	"$(VPY)" -m trainlab.workspace
-	"$(VPY)" -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" $(if $(filter 0,$(shell id -u)),--allow-root) work/00_start_here.ipynb
+	"$(VPY)" -m trainlab.workspace --open
 
 test: setup  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
@@ -45,6 +44,9 @@ test-full: setup  ## the CPU suite with the full matrices (every corpus entry, w
 
 test-rest: setup  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(PYTEST_ARGS)
+
+test-browser: setup  ## only the browser tests: JupyterLab in Chromium, widgets operated, screenshots in build/browser/
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests/browser $(PYTEST_ARGS)
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
 	$(PYTHON) tests/gpu_suite.py

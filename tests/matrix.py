@@ -2,6 +2,8 @@
 sample - the first wrong fix of every exercise's corpus, the first wrong fix of every kind
 (symptom mask, partial fix, deletion, other) and the first correct alternative of every module
 (debugging, fsdp, ...) - `make test-full` all of it, and `--matrix rest` what the sample left out.
+Module 01's fourteen labs are a matrix too: `make test` judges LAB_SAMPLE (every symptom and
+every category, and the four labs notebook 01 opens), the rest the other seven.
 
     @matrix.parametrize("debugging/nc_7", ...)    # one test per corpus entry
     def test_corpus(verdicts, exercise, entry): matrix.assert_expected(entry, verdicts[...])
@@ -15,11 +17,25 @@ from trainlab import checks
 from trainlab.checks.corpus import KINDS, CorrectAlternative, WrongFix
 
 
+LAB_SAMPLE = {"debugging/nc_2", "debugging/nc_3", "debugging/nc_7", "debugging/nan_2", "debugging/nan_3",
+              "debugging/slow_3", "debugging/mem_1"}
+
+
+def lab_in_sample(name):
+    """Whether `make test` runs this lab's shipped script, solution and corpus sample."""
+    return not name.startswith("debugging/") or name in LAB_SAMPLE
+
+
+def lab_params(names):
+    """Parametrize over labs: those outside LAB_SAMPLE are marked `full`."""
+    return [pytest.param(n, marks=() if lab_in_sample(n) else pytest.mark.full) for n in names]
+
+
 @functools.cache
 def sampled():
     """{(exercise name, entry name)} that `make test` runs."""
     chosen, kinds, modules = set(), set(), set()
-    exercises = list(checks.exercises.EXERCISES.values())
+    exercises = [x for x in checks.exercises.EXERCISES.values() if lab_in_sample(x.name)]
     for exercise in exercises:
         wrong = [e for e in exercise.corpus if isinstance(e, WrongFix)]
         right = [e for e in exercise.corpus if isinstance(e, CorrectAlternative)]
@@ -41,6 +57,8 @@ def selected(exercise, mode):
     """The corpus entries a run in this --matrix mode covers."""
     if mode == "full":
         return list(exercise.corpus)
+    if not lab_in_sample(exercise.name):
+        return [] if mode == "sample" else list(exercise.corpus)
     in_sample = [e for e in exercise.corpus if (exercise.name, e.name) in sampled()]
     return in_sample if mode == "sample" else [e for e in exercise.corpus if e not in in_sample]
 

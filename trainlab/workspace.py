@@ -11,6 +11,7 @@ backup beside it. `%lab_reset NAME` restores a single exercise cell to the shipp
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -66,9 +67,27 @@ def refresh(name, work=WORK, notebooks=paths.NOTEBOOKS):
     return backup
 
 
+def lab_command(notebook=None, root=paths.REPO, port=None, token=None, open_browser=True):
+    """The JupyterLab server `make lab` starts: it listens on 127.0.0.1 only and asks for a token
+    (a random one unless given), so no one else on the network can run code in your kernels.
+    notebook (a file, relative to root and to the working directory) opens first. The browser test
+    starts the same command with a known port and token."""
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}"]
+    if port is not None:
+        cmd += [f"--port={port}", "--port-retries=0"]
+    if token is not None:
+        cmd.append(f"--IdentityProvider.token={token}")
+    if not open_browser:
+        cmd.append("--no-browser")
+    if os.geteuid() == 0:  # containers often run as root; JupyterLab refuses root without this
+        cmd.append("--allow-root")
+    return cmd if notebook is None else [*cmd, str(notebook)]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refresh", metavar="NAME", help="replace work/NAME with the shipped notebook (backup kept)")
+    parser.add_argument("--open", action="store_true", help="then start JupyterLab on work/ (what make lab does)")
     args = parser.parse_args(argv)
     where = WORK.relative_to(paths.REPO)
     if args.refresh:
@@ -81,6 +100,11 @@ def main(argv=None):
         print(f"trainlab: notebooks/{name} changed since your copy was made; yours is kept. To take the new one: "
               f"python -m trainlab.workspace --refresh {name}")
     print(f"trainlab: your notebooks are in {where}/; notebooks/ is regenerated, do not edit it")
+    if args.open:
+        sys.stdout.flush()
+        cmd = lab_command(f"{where}/00_start_here.ipynb")
+        os.chdir(paths.REPO)  # jupyter reads the first notebook's path from the working directory
+        os.execv(cmd[0], cmd)
     return 0
 
 

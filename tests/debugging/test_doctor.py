@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import matrix
+
 from trainlab import doctor, labs
 from trainlab.doctor.examine import diagnose_here
 from trainlab.doctor import report as report_module
@@ -36,13 +38,14 @@ def lab_report(name):
         return diagnose_here(str(labs.path(name)), max_steps=STEPS)
 
 
-@pytest.mark.parametrize("name", labs.names(*labs.TRAINING))
+@pytest.mark.parametrize("name", matrix.lab_params(labs.names(*labs.TRAINING)))
 def test_finds_each_labs_root_cause(name):
     report = lab_report(name)
     assert set(labs.fixes(name)) <= set(report.root_causes), str(report)
 
 
-@pytest.mark.parametrize("name", [n for n in labs.names(*labs.TRAINING) if labs.get(n).symptom != "no-convergence"])
+@pytest.mark.parametrize("name", matrix.lab_params([n for n in labs.names(*labs.TRAINING)
+                                                     if labs.get(n).symptom != "no-convergence"]))
 def test_reports_the_symptom_it_measures_directly(name):
     """NaN, slow and memory symptoms are measured (non-finite losses, time waiting or in host
     reads, graph memory per step). "Not learning" is judged from the loss curve alone and does

@@ -19,11 +19,12 @@ NAMES = [e.name for e in EXERCISES]
 
 @pytest.fixture(scope="module")
 def judged(request):
-    """{lab: {variant: (Verdict, report)}} for the shipped script, the solution and the corpus sample."""
+    """{lab: {variant: (Verdict, report)}} for the shipped script, the solution and the corpus sample
+    (of the labs in make test's sample; the rest judges the others)."""
     mode = request.config.getoption("matrix")
     requests = []
     for exercise in EXERCISES:
-        if mode != "rest":
+        if mode == "full" or (mode == "sample") == matrix.lab_in_sample(exercise.name):
             requests += [(exercise, "shipped", exercise.shipped()),
                          (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
         requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in matrix.selected(exercise, mode)]
@@ -44,7 +45,7 @@ def test_the_labs_cover_every_symptom_and_category():
     assert all(e.corpus for e in EXERCISES), "every exercise keeps wrong fixes"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", matrix.lab_params(NAMES))
 def test_shipped_lab_shows_its_symptom(judged, name):
     broken, solution = run_of(judged, name, "shipped"), run_of(judged, name, "fixed")
     symptom = labs.get(name).symptom
@@ -62,7 +63,7 @@ def test_shipped_lab_shows_its_symptom(judged, name):
         assert broken["saved_growth_per_step"] > 10e6 and solution["saved_growth_per_step"] < 1e5
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", matrix.lab_params(NAMES))
 def test_solution_passes_and_the_shipped_script_would_not(judged, name):
     exercise = next(e for e in EXERCISES if e.name == name)
     assert judged[name]["fixed"][0].passed, judged[name]["fixed"][0]
@@ -72,7 +73,7 @@ def test_solution_passes_and_the_shipped_script_would_not(judged, name):
     assert failed.value.kind in ("incorrect", "error"), failed.value
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", matrix.lab_params(NAMES))
 def test_solution_learns_within_the_checks_run(judged, name):
     """Accuracy bars mean something only if the solution learns within the check's steps: 3x
     chance for no-convergence labs, 2x for NaN labs; slow and memory labs are judged by their
@@ -87,6 +88,7 @@ def test_solution_learns_within_the_checks_run(judged, name):
         assert abs(fixed["accuracy"] - shipped["accuracy"]) <= 0.01, (fixed["accuracy"], shipped["accuracy"])
 
 
+@pytest.mark.full  # slow_2 is outside make test's sample of labs
 def test_the_fixed_report_equals_the_shipped_scripts():
     """slow_2' fix computes the per-class report the shipped loop computes (what its
     ReportKept mechanism compares a learner's fix with)."""

@@ -26,9 +26,13 @@ def test_long_operator_names_stay_distinct_when_shortened():
 
 
 def test_make_lab_opens_the_working_copy_from_the_repository_root():
+    from trainlab import workspace
+
     target = re.search(r"^lab:.*?(?=^\S)", (paths.REPO / "Makefile").read_text(), re.M | re.S).group(0)
-    assert "trainlab.workspace" in target and "root_dir" in target and "work/00_start_here.ipynb" in target
-    assert "cd notebooks" not in target
+    assert "trainlab.workspace --open" in target and "cd notebooks" not in target
+    cmd = workspace.lab_command("work/00_start_here.ipynb")
+    assert f"--ServerApp.root_dir={paths.REPO}" in cmd and cmd[-1] == "work/00_start_here.ipynb"
+    assert "--ip=127.0.0.1" in cmd
 
 
 def test_the_planner_slider_reads_the_model_size_it_was_given():

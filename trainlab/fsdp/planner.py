@@ -125,7 +125,7 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
                 fontsize=8)
     # a linear axis: on a log axis a stacked bar's bottom segment (the sharded weights) all but vanishes
     ax.set(ylabel="GB per rank (model states)",
-           title=f"{params / 1e9:g}B params, {world_size} ranks, {precision}, {optimizer}")
+           title=f"{params / 1e9:.3g}B params, {world_size} ranks, {precision}, {optimizer}")
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     plt.close(fig)  # shown once, as the cell's value

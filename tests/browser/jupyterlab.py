@@ -1,0 +1,233 @@
+"""JupyterLab in a real browser, for the tests: the server `make lab` starts, Chromium driven by
+Playwright, and a notebook page whose cells are run, read and operated as a learner would.
+
+    with LabServer(root) as server:
+        nb = NotebookPage(browser.new_page(), server, "work/00_start_here.ipynb")
+        nb.run(3)                  # click the cell, Ctrl+Enter, wait for its execution count
+        nb.cell(3).locator("button:has-text('Train')").click()
+        nb.errors()                # the cells that raised, read from the saved notebook
+
+The server's notebook list is windowed off (every cell stays in the page, so a cell far down is
+there to click) and its news prompt is off; nothing else differs from `make lab`.
+"""
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+
+from trainlab import runner, workspace
+from trainlab.paths import REPO
+
+SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+            "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                                "checkForUpdates": False}}
+EXECUTED = re.compile(r"\[(\d+)\]")
+
+
+def find_chromium():
+    """The distribution's Chromium (TRAINLAB_CHROMIUM overrides), or None."""
+    for candidate in (os.environ.get("TRAINLAB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+class LabServer:
+    """`make lab`'s server (trainlab.workspace.lab_command) on a free port with a known token,
+    serving `root`; stopped with its whole process tree (kernels included) on exit."""
+
+    def __init__(self, root, first_notebook=None, start_timeout=90):
+        self.root, self.first, self.start_timeout = Path(root), first_notebook, start_timeout
+        self.port, self.token = runner.free_port(), secrets.token_hex(16)
+        self.log = self.root / "jupyter-server.log"
+        self.proc = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        settings = self.root / ".jupyter-settings"
+        for name, value in SETTINGS.items():
+            (settings / name).parent.mkdir(parents=True, exist_ok=True)
+            (settings / name).write_text(json.dumps(value))
+        env = runner.child_env({"JUPYTERLAB_SETTINGS_DIR": settings, "JUPYTER_CONFIG_DIR": self.root / ".jupyter",
+                                "PYTHONPATH": REPO})
+        cmd = workspace.lab_command(self.first, root=self.root, port=self.port, token=self.token, open_browser=False)
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with code {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            if self.status(token=self.token) == 200:
+                return self
+            time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError(f"jupyter lab did not answer within {self.start_timeout} s:\n{self.log.read_text()[-3000:]}")
+
+    def status(self, token=None, path="/api/status", host="127.0.0.1"):
+        """HTTP status of a GET on the server (with the token, or without)."""
+        url = f"http://{host}:{self.port}{path}" + (f"?token={token}" if token else "")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
+            return None
+
+    def get(self, path):
+        """GET a server API path with the token; the decoded JSON."""
+        with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=10) as response:
+            return json.loads(response.read() or b"null")
+
+    def delete(self, path):
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method="DELETE")
+        with urllib.request.urlopen(request, timeout=30):
+            pass
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                runner.kill_tree(self.proc)
+
+
+def workspace_copy(notebook, root, cells=None, **parameters):
+    """Copy a learner notebook into root/work/, its parameters set as papermill sets them (a
+    cell tagged injected-parameters after the parameters cell), keeping only `cells` (indices
+    into the shipped notebook) when given. Returns the copy's path relative to root."""
+    nb = nbformat.read(notebook, as_version=4)
+    keep = nb.cells if cells is None else [nb.cells[i] for i in cells]
+    out = []
+    for cell in keep:
+        out.append(cell)
+        if "parameters" in cell.metadata.get("tags", []) and parameters:
+            injected = nbformat.v4.new_code_cell("\n".join(f"{k} = {v!r}" for k, v in parameters.items()))
+            injected.metadata["tags"] = ["injected-parameters"]
+            out.append(injected)
+    nb.cells = out
+    target = Path(root) / "work" / Path(notebook).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target.relative_to(root).as_posix()
+
+
+class NotebookPage:
+    """One notebook open in JupyterLab, its kernel started."""
+
+    def __init__(self, page, server, path, open_timeout=90):
+        self.page, self.server, self.path = page, server, path
+        # a workspace of its own, reset: JupyterLab would otherwise reopen the tabs an earlier page left
+        workspace = re.sub(r"\W", "-", f"{path}-{secrets.token_hex(4)}")
+        page.goto(f"{server.url}/lab/workspaces/{workspace}/tree/{path}?reset&token={server.token}")
+        expected = len(nbformat.read(server.root / path, as_version=4).cells)
+        deadline = time.monotonic() + open_timeout
+        while self.cells.count() < expected or not self.kernel_idle():  # cells render one by one; the kernel starts
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{path}: {self.cells.count()} of {expected} cells shown, kernel "
+                                   f"{'idle' if self.kernel_idle() else 'not ready'} after {open_timeout} s")
+            time.sleep(0.3)
+
+    def kernel_idle(self):
+        return self.page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+
+    @property
+    def cells(self):
+        return self.page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell")
+
+    def cell(self, index):
+        return self.cells.nth(index)
+
+    def source(self, index):
+        return self.cell(index).locator(".jp-InputArea-editor").inner_text()
+
+    def prompt(self, index):
+        return self.cell(index).locator(".jp-InputPrompt").inner_text().strip()
+
+    def select(self, index):
+        cell = self.cell(index)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputPrompt").click()  # selects the cell in command mode (no editing)
+
+    def run(self, index, timeout=300):
+        """Run one code cell with Ctrl+Enter; wait until it has a new execution count."""
+        before = self.prompt(index)
+        self.select(index)
+        self.page.keyboard.press("Control+Enter")
+        start = time.monotonic()
+        pressed = start
+        while time.monotonic() < start + timeout:
+            now = self.prompt(index)
+            if EXECUTED.search(now) and now != before:
+                return
+            if now == before and time.monotonic() > pressed + 3:
+                # neither queued ([*]) nor run: a key press while the kernel was still connecting is dropped
+                self.select(index)
+                self.page.keyboard.press("Control+Enter")
+                pressed = time.monotonic()
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.path}: cell {index} still running after {timeout} s:\n{self.source(index)[:300]}")
+
+    def output_text(self, index):
+        return self.cell(index).locator(".jp-OutputArea").inner_text()
+
+    def append_cell(self, source):
+        """A new code cell at the end holding `source` (typed as a learner would); its index."""
+        last = self.cells.count() - 1
+        self.select(last)
+        self.page.keyboard.press("b")  # command mode: insert a cell below
+        self.page.keyboard.press("Enter")  # edit it
+        self.page.keyboard.type(source)
+        self.page.keyboard.press("Escape")
+        return last + 1
+
+    def replace_source(self, index, text):
+        """Replace a cell's text as a paste would (no typed newlines, so no auto-indent)."""
+        self.select(index)
+        self.page.keyboard.press("Enter")  # edit mode
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.insert_text(text)
+        self.page.keyboard.press("Escape")
+
+    def save(self):
+        self.page.keyboard.press("Control+s")
+        self.page.wait_for_function("() => !document.querySelector('.jp-mod-dirty.jp-mod-current, "
+                                    ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty')", timeout=30_000)
+        time.sleep(0.5)
+
+    def saved(self):
+        self.save()
+        return nbformat.read(self.server.root / self.path, as_version=4)
+
+    def errors(self):
+        """[(cell index, 'Name: value')] for every cell whose saved outputs hold an error, plus any
+        widget that failed to render in the page."""
+        found = [(i, f"{out.get('ename')}: {out.get('evalue')}") for i, cell in enumerate(self.saved().cells)
+                 for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+        broken = self.page.get_by_text("Error displaying widget").count()
+        return found + ([("page", f"{broken} widget(s) failed to render")] if broken else [])
+
+    def screenshot(self, path, index=None):
+        """The page, or one cell (scrolled into view) when index is given."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if index is None:
+            self.page.screenshot(path=str(path))
+        else:
+            self.cell(index).scroll_into_view_if_needed()
+            self.cell(index).screenshot(path=str(path))

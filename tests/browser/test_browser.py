@@ -1,0 +1,292 @@
+"""The workbook in a real browser: JupyterLab started as `make lab` starts it, Chromium driven by
+Playwright, each notebook's widgets operated as a learner operates them.
+
+`make test` runs each learner notebook's cells tagged `browser` (its widgets, an exercise cell,
+a hint and what they need), `make test-full` every cell. A screenshot of each widget at work
+goes to build/browser/. Without Chromium the tests skip with one line saying how to install it;
+under CI=true a missing browser fails (`.ci/run` installs it). `make test-browser` runs them alone.
+"""
+
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.browser.jupyterlab import LabServer, NotebookPage, find_chromium, workspace_copy
+from trainlab import labs
+from trainlab.paths import BUILD, NOTEBOOKS, REPO
+
+SHOTS = BUILD / "browser"
+NOTEBOOK_NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        playwright = None
+    path = find_chromium()
+    missing = ("Playwright is not installed (make setup installs it)" if playwright is None else
+               "no Chromium found: install it with `apt-get install chromium` as root, or point TRAINLAB_CHROMIUM "
+               "at a Chromium or Chrome binary" if path is None else "")
+    if missing and os.environ.get("CI") == "true":
+        pytest.fail(f"the browser tests need a browser under CI=true: {missing}")
+    if missing:
+        pytest.skip(f"browser tests skipped: {missing}")
+    return path
+
+
+def browser_cells(name):
+    """Indices of the learner notebook's parameters cell and its cells tagged `browser`."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if {"parameters", "browser"} & set(c.metadata.get("tags", []))]
+
+
+@pytest.fixture(scope="session")
+def lab_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("browser-workspace")
+
+
+@pytest.fixture(scope="session")
+def server(chromium, lab_root):
+    """One JupyterLab server for the session, as make lab starts it, serving a temporary workspace."""
+    (lab_root / "work").mkdir(exist_ok=True)
+    with LabServer(lab_root) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # --no-sandbox: Chromium's sandbox needs user namespaces, which containers running as root lack
+        running = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield running
+        running.close()
+
+
+@pytest.fixture
+def open_notebook(server, browser):
+    """open_notebook(name, whole=False): the learner notebook (its browser cells, or whole) in a new
+    page; the page and its kernel close after the test."""
+    opened = []
+
+    def open_(name, whole=False):
+        path = workspace_copy(NOTEBOOKS / name, server.root, None if whole else browser_cells(name), smoke=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        opened.append(page)
+        return Session(name, NotebookPage(page, server, path), whole)
+
+    yield open_
+    for page in opened:
+        page.close()
+    for kernel in server.get("/api/kernels"):  # what a learner's closed tab leaves running: shut it down
+        server.delete(f"/api/kernels/{kernel['id']}")
+
+
+class Session:
+    """One notebook open in the browser, with the test's helpers."""
+
+    def __init__(self, name, nb, whole=False):
+        self.name, self.nb, self.whole = name, nb, whole
+        self.root, self.path = nb.server.root, nb.path
+        self.stem = Path(name).stem + ("-whole" if whole else "")
+
+    def code_cells(self):
+        return [i for i, c in enumerate(nbformat.read(self.root / self.path, as_version=4).cells)
+                if c.cell_type == "code"]
+
+    def index(self, pattern):
+        """The first cell whose source matches pattern (a regex)."""
+        for i, cell in enumerate(nbformat.read(self.root / self.path, as_version=4).cells):
+            if re.search(pattern, cell.source, re.M):
+                return i
+        raise AssertionError(f"{self.name}: no cell matches {pattern!r}")
+
+    def run_all(self, timeout=300):
+        for i in self.code_cells():
+            self.nb.run(i, timeout=timeout)
+
+    def shot(self, what, index=None):
+        self.nb.screenshot(SHOTS / f"{self.stem}-{what}.png", index)
+
+    def assert_no_errors(self):
+        self.shot("page")
+        assert self.nb.errors() == [], f"{self.name}: cells that raised in the browser"
+
+
+def changes_over_time(read, until_done, timeout, interval=0.25):
+    """Poll read() until until_done() (or timeout): (distinct values seen before done, done?)."""
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if until_done():
+            return seen, True
+        value = read()
+        if value and (not seen or seen[-1] != value):
+            seen.append(value)
+        time.sleep(interval)
+    return seen, False
+
+
+def press_slider(nb, cell, which=0, key="ArrowRight", times=1):
+    handle = nb.cell(cell).locator(".noUi-handle").nth(which)
+    handle.click()
+    for _ in range(times):
+        nb.page.keyboard.press(key)
+
+
+def wait_for(predicate, timeout=30, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+
+
+def test_make_lab_serves_127_0_0_1_only_and_refuses_requests_without_the_token(tmp_path):
+    first = workspace_copy(NOTEBOOKS / "00_start_here.ipynb", tmp_path)  # make lab opens work/00_start_here.ipynb
+    with LabServer(tmp_path, first) as server:
+        assert server.status(token=server.token) == 200
+        for path in ("/api/status", "/api/contents", "/api/kernels", "/api/terminals"):
+            assert server.status(path=path) == 403, f"{path} answered without the token"
+        assert server.status(path="/api/contents", token="not-" + server.token) == 403
+        listening = listening_addresses(server.port)
+        assert listening and listening <= {"127.0.0.1"}, f"port {server.port} is bound to {listening}"
+        other = outward_address()
+        if other:  # the machine's own address on the network: nothing answers there
+            assert server.status(token=server.token, host=other) is None, f"the server answers on {other}"
+    assert "-m trainlab.workspace --open" in (REPO / "Makefile").read_text()  # make lab starts this same command
+
+
+def listening_addresses(port):
+    """IPv4/IPv6 addresses with a socket in LISTEN state on port (from /proc/net/tcp*)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        if not Path(table).exists():
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if int(hex_port, 16) == port and state == "0A":
+                raw = bytes.fromhex(address)
+                if width == 8:
+                    found.add(socket.inet_ntop(socket.AF_INET, raw[::-1]))
+                else:
+                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                    found.add(socket.inet_ntop(socket.AF_INET6, words))
+    return found
+
+
+def outward_address():
+    """This machine's address on its network (no packet is sent), or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            address = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if address.startswith("127.") else address
+
+
+def test_notebook_00_batch_browser_pages_and_an_exercise_cell_is_judged(open_notebook):
+    s = open_notebook("00_start_here.ipynb")
+    nb = s.nb
+    s.run_all()
+    browser = s.index(r"batch_browser")
+    image = nb.cell(browser).locator("img").first
+    first = image.get_attribute("src")
+    press_slider(nb, browser)
+    wait_for(lambda: image.get_attribute("src") != first, message="the batch browser's next page")
+    assert "1" in nb.cell(browser).locator(".widget-readout").first.inner_text()
+    s.shot("batch-browser", browser)
+
+    lab = s.index(r"^%%lab start/warmup")
+    assert "Not attempted yet" in nb.output_text(lab)  # unchanged from the lab: nothing judged
+    fixed = labs.source("start/warmup", fixed=True)
+    nb.replace_source(lab, "%%lab start/warmup\n" + fixed)
+    nb.run(lab, timeout=300)
+    verdict = nb.output_text(lab)
+    assert "[start/warmup] Correct" in verdict, verdict[-1500:]
+    s.shot("exercise-verdict", lab)
+
+    hint = s.index(r"\.hint\(\)")
+    assert "hint 1/" in nb.output_text(hint)
+    solution = nb.append_cell('trainlab.checks.get("start/warmup").solution()')
+    nb.run(solution)
+    assert "+        optimizer.step()" in nb.output_text(solution)
+    s.shot("solution", solution)
+    s.assert_no_errors()
+
+
+def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser_opens_a_lab(open_notebook):
+    s = open_notebook("01_debugging.ipynb")
+    nb = s.nb
+    s.run_all()
+    panel = s.index(r"HypothesisPanel\(")
+    cell = nb.cell(panel)
+    status = cell.locator(".widget-label").last
+    plot = cell.locator(".widget-output img").first
+    before = plot.get_attribute("src") if plot.count() else None
+    cell.locator("button", has_text="does each backward start from zero gradients").first.click()
+    cell.locator("button", has_text="Train").click()
+    wait_for(lambda: "training" in status.inner_text(), message="the panel to start training")
+    seen, done = changes_over_time(lambda: plot.get_attribute("src") if plot.count() else None,
+                                   lambda: status.inner_text().startswith("done"), timeout=240)
+    assert done, f"the panel's run did not finish: {status.inner_text()!r}"
+    redrawn = [src for src in seen if src != before]  # the last is the finished run's; the others came while it trained
+    assert len(redrawn) >= 2, f"the curves were drawn {len(redrawn)} time(s) for the run (want redraws while it trains)"
+    s.shot("hypothesis-panel", panel)
+
+    browser = s.index(r"^%lab_browser")
+    assert "%lab_open debugging/nc_7" in nb.output_text(browser)
+    opener = nb.append_cell("%lab_open debugging/nc_7")
+    nb.run(opener)
+    wait_for(lambda: nb.cells.count() > opener + 1, message="%lab_open to insert the lab's cell")
+    assert nb.source(opener + 1).startswith("%%lab debugging/nc_7")
+    s.shot("lab-opened", opener + 1)
+    assert "hint 1/" in nb.output_text(s.index(r"\.hint\(\)"))
+    s.assert_no_errors()
+
+
+def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
+    s = open_notebook("02_fsdp.ipynb")
+    nb = s.nb
+    s.run_all()
+    planner = s.index(r"planner_widget\(")
+    plot = nb.cell(planner).locator(".widget-output img").first
+    wait_for(lambda: plot.count() > 0, message="the planner's plot")
+    first = plot.get_attribute("src")
+    press_slider(nb, planner, which=1)  # ranks: 8 -> 9
+    assert nb.cell(planner).locator(".widget-readout").nth(1).inner_text().strip() == "9"
+    wait_for(lambda: plot.count() > 0 and plot.get_attribute("src") != first, message="the plot to change")
+    s.shot("planner", planner)
+    assert "hint 1/" in nb.output_text(s.index(r"\.hint\(\)"))
+    s.assert_no_errors()
+
+
+@pytest.mark.parametrize("name", ["03_sparse_allreduce.ipynb", "04_custom_kernels.ipynb",
+                                  "05_memory_precision_hardware.ipynb"])
+def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
+    s = open_notebook(name)
+    s.run_all()
+    for lab in [i for i in s.code_cells() if s.nb.source(i).startswith("%%lab ")]:
+        assert re.search(r"\[[\w/]+\] (Not attempted yet|Correct|Incorrect)", s.nb.output_text(lab)), \
+            s.nb.output_text(lab)[-800:]
+    assert "hint 1/" in s.nb.output_text(s.index(r"\.hint\(\)"))
+    s.assert_no_errors()
+
+
+@pytest.mark.full
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_every_cell_runs_in_the_browser(open_notebook, name):
+    s = open_notebook(name, whole=True)
+    s.run_all(timeout=600)
+    s.assert_no_errors()

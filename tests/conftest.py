@@ -102,8 +102,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if mode == "sample":
         terminalreporter.write_line(f"this machine ran the areas {machine_speed(seconds, shares):.2f}x slower than the "
                                     f"shares' machine (median area; 1.00 when as fast or faster)")
-    write_durations(mode)
+    if whole_suite(config):
+        write_durations(mode)
     report_crashes(terminalreporter)
+
+
+def whole_suite(config):
+    """A run of all of tests/ (make test, test-rest, test-full), not a chosen part of it."""
+    chosen = config.option.keyword or config.option.markexpr or getattr(config.option, "lf", False)
+    return not chosen and all(Path(a).resolve() == TESTS for a in config.args)
 
 
 def write_durations(mode):

@@ -148,10 +148,19 @@ def native_crash(result):
     outside: the time limit, the launcher stopping the other ranks, the out-of-memory killer)."""
     if result.ok or result.timed_out:
         return None
-    for rank, code in failed_ranks(result.output):
-        if code < 0 and -code in [int(s) for s in FATAL_SIGNALS]:
+    failures = failed_ranks(result.output)
+    for rank, _ in failures:  # a rank that raised is the script's own failure, whatever else crashed
+        line = last_error_line(rank_output(result.output, rank))
+        if line and not CONSEQUENCE.search(line):
+            return None
+    for rank, code in failures:
+        if _fatal(code):
             return rank, signal.Signals(-code)
     return None
+
+
+def _fatal(code):
+    return code is not None and code < 0 and -code in [int(s) for s in FATAL_SIGNALS]
 
 
 def _record_crash(cmd, rank, sig, result):
@@ -219,6 +228,9 @@ def _first_cause(output, failures):
     lines = [(rank, code, last_error_line(rank_output(output, rank))) for rank, code in failures]
     for rank, code, line in lines:
         if line and not CONSEQUENCE.search(line) and code != -signal.SIGTERM:
+            return rank, code, line
+    for rank, code, line in lines:  # no rank raised: one that crashed (SIGSEGV, ...) caused the others' errors
+        if _fatal(code):
             return rank, code, line
     return lines[0]
 

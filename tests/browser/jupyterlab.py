@@ -11,13 +11,11 @@ The server's notebook list is windowed off (every cell stays in the page, so a c
 there to click) and its news prompt is off; nothing else differs from `make lab`.
 """
 
-import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -27,7 +25,6 @@ from pathlib import Path
 import nbformat
 
 from trainlab import runner, workspace
-from trainlab.paths import REPO
 
 SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
             "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
@@ -62,11 +59,11 @@ class LabServer:
         for name, value in SETTINGS.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
             (settings / name).write_text(json.dumps(value))
-        env = runner.child_env({"JUPYTERLAB_SETTINGS_DIR": settings, "JUPYTER_CONFIG_DIR": self.root / ".jupyter",
-                                "PYTHONPATH": REPO})
+        env = runner.child_env({"JUPYTERLAB_SETTINGS_DIR": settings, "JUPYTER_CONFIG_DIR": self.root / ".jupyter"})
         cmd = workspace.lab_command(self.first, root=self.root, port=self.port, token=self.token, open_browser=False)
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        with self.log.open("w") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -99,13 +96,8 @@ class LabServer:
             pass
 
     def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                runner.kill_tree(self.proc)
+        if self.proc is not None:  # the server, its kernels (each in a session of its own) and their children
+            runner.kill_tree(self.proc, grace=20)
 
 
 def workspace_copy(notebook, root, cells=None, **parameters):
@@ -145,7 +137,10 @@ class NotebookPage:
             time.sleep(0.3)
 
     def kernel_idle(self):
-        return self.page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        """The server's session for this notebook has a kernel, started and idle (the page's own
+        indicator reads idle before any kernel exists)."""
+        sessions = [x for x in self.server.get("/api/sessions") if x.get("path") == self.path]
+        return any((x.get("kernel") or {}).get("execution_state") == "idle" for x in sessions)
 
     @property
     def cells(self):
@@ -176,7 +171,7 @@ class NotebookPage:
             now = self.prompt(index)
             if EXECUTED.search(now) and now != before:
                 return
-            if now == before and time.monotonic() > pressed + 3:
+            if "*" not in now and (now == before or not EXECUTED.search(now)) and time.monotonic() > pressed + 3:
                 # neither queued ([*]) nor run: a key press while the kernel was still connecting is dropped
                 self.select(index)
                 self.page.keyboard.press("Control+Enter")

@@ -204,7 +204,7 @@ def test_notebook_00_batch_browser_pages_and_an_exercise_cell_is_judged(open_not
     first = image.get_attribute("src")
     press_slider(nb, browser)
     wait_for(lambda: image.get_attribute("src") != first, message="the batch browser's next page")
-    assert "1" in nb.cell(browser).locator(".widget-readout").first.inner_text()
+    assert nb.cell(browser).locator(".widget-readout").first.inner_text().strip() == "1"
     s.shot("batch-browser", browser)
 
     lab = s.index(r"^%%lab start/warmup")
@@ -276,7 +276,9 @@ def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
 def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     s = open_notebook(name)
     s.run_all()
-    for lab in [i for i in s.code_cells() if s.nb.source(i).startswith("%%lab ")]:
+    exercise_cells = [i for i in s.code_cells() if s.nb.source(i).startswith("%%lab ")]
+    assert exercise_cells, f"{name}: no %%lab cell among its browser cells"
+    for lab in exercise_cells:
         assert re.search(r"\[[\w/]+\] (Not attempted yet|Correct|Incorrect)", s.nb.output_text(lab)), \
             s.nb.output_text(lab)[-800:]
     assert "hint 1/" in s.nb.output_text(s.index(r"\.hint\(\)"))

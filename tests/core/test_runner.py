@@ -141,6 +141,26 @@ def test_a_crash_inside_torch_is_named_and_launched_again_once_when_asked(tmp_pa
     assert any("Fatal Python error" in line for line in entries[0]["last_lines"])  # faulthandler's stack
 
 
+def torchrun_output(rank_lines, failures):
+    """Output as torchrun --tee=3 prints it: each rank's lines, then its failure summary (root cause first)."""
+    lines = [f"[default{rank}]:{line}" for rank, text in rank_lines.items() for line in text.splitlines()]
+    summary = [f"[{i}]:\n  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: {100 + rank})"
+               for i, (rank, code) in enumerate(failures)]
+    return "\n".join(lines + ["Root Cause (first observed failure):", summary[0], "Failures:", *summary[1:]])
+
+
+def test_a_crash_beside_a_python_error_is_the_scripts_failure_and_a_lone_crash_is_named():
+    raised = torchrun_output({0: "Traceback (most recent call last):\nValueError: shard 3 is missing",
+                              1: "Fatal Python error: Aborted"}, [(1, -6), (0, 1)])
+    result = runner._name_failed_rank(runner.Result(1, raised, 1.0))
+    assert runner.native_crash(result) is None and result.failed_rank == 0  # never launched again
+    crashed = torchrun_output({0: "RuntimeError: Connection closed by peer", 1: "Fatal Python error: Segmentation fault"},
+                              [(0, 1), (1, -11)])  # torchrun saw rank 0 fail first
+    result = runner._name_failed_rank(runner.Result(1, crashed, 1.0))
+    assert runner.native_crash(result) == (1, signal.SIGSEGV) and result.failed_rank == 1
+    assert "SIGSEGV" in result.error
+
+
 def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()

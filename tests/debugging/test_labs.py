@@ -5,11 +5,13 @@ corpus of wrong fixes is rejected (correct alternatives accepted). Every variant
 runs in one child process (one torch import), the solutions once each."""
 
 import math
+import re
 
 import pytest
 
 from tests import matrix
-from trainlab import checks, labs
+from trainlab import checks, labs, paths
+from trainlab.checks.corpus import WrongFix
 from trainlab.checks.core import Outcome
 from trainlab.checks.lab import judge_together
 from trainlab.debugging.exercises import EXERCISES
@@ -43,6 +45,18 @@ def test_the_labs_cover_every_symptom_and_category():
     assert {"data", "model", "loss", "optimizer", "device", "precision"} <= {c for n in NAMES for c in labs.get(n).categories}
     assert sum(len(labs.fixes(n)) > 1 for n in NAMES) >= 2  # labs with two interacting bugs
     assert all(e.corpus for e in EXERCISES), "every exercise keeps wrong fixes"
+
+
+def test_make_tests_sample_of_labs_covers_every_symptom_category_and_kind_of_wrong_fix():
+    sample = [n for n in NAMES if matrix.lab_in_sample(n)]
+    assert {labs.get(n).symptom for n in sample} == {labs.get(n).symptom for n in NAMES}
+    assert {c for n in sample for c in labs.get(n).categories} == {c for n in NAMES for c in labs.get(n).categories}
+    opened = set(re.findall(r"%%lab (debugging/\w+)", (paths.SOLUTIONS / "01_debugging.ipynb").read_text()))
+    assert opened and opened <= set(sample), "notebook 01's labs are judged in make test"
+    kinds = {e.kind for x in checks.exercises.EXERCISES.values() for e in x.corpus if isinstance(e, WrongFix)}
+    sampled = {e.kind for x in checks.exercises.EXERCISES.values() for e in x.corpus
+               if isinstance(e, WrongFix) and (x.name, e.name) in matrix.sampled()}
+    assert sampled == kinds
 
 
 @pytest.mark.parametrize("name", matrix.lab_params(NAMES))

@@ -53,3 +53,16 @@ def test_the_byte_widget_starts_where_the_sweep_measured():
             mock.patch("IPython.display.display"):
         plots.bytes_widget(sweep={"world_size": 2, "overlap": 0.0, "size": 1 << 10, "rows": []})
     assert controls[0]["ranks"].value == 2
+
+
+def test_workspace_open_starts_jupyterlab_on_the_first_notebook_from_the_repository_root(monkeypatch):
+    from trainlab import workspace
+
+    calls = []
+    monkeypatch.setattr(workspace, "sync", lambda: ([], []))  # leave the learner's work/ alone
+    monkeypatch.setattr(workspace.os, "chdir", lambda path: calls.append(("chdir", path)))
+    monkeypatch.setattr(workspace.os, "execv", lambda exe, argv: calls.append(("execv", argv)))
+    workspace.main(["--open"])
+    assert calls[0] == ("chdir", paths.REPO)
+    argv = calls[1][1]
+    assert argv == workspace.lab_command("work/00_start_here.ipynb") and "--ip=127.0.0.1" in argv

@@ -23,6 +23,7 @@ verdict is computed here from what the run wrote, one line per mistake:
 import functools
 import json
 import math
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -128,9 +129,13 @@ class FsdpLabExercise(Exercise):
                     "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
                     "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
             (tmp / "spec.json").write_text(json.dumps(spec))
-            result = runner.run_distributed(retry_crash=True, module="trainlab.fsdp.labcheck", nproc=self.world_size,
+            def clear():  # a crash inside torch is launched again: nothing of the first launch may be judged
+                for folder in (tmp / "out", tmp / "ckpt"):
+                    shutil.rmtree(folder, ignore_errors=True)
+
+            result = runner.run_distributed(module="trainlab.fsdp.labcheck", nproc=self.world_size,
                                             args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
-                                            timeout=self.timeout, stream=False)
+                                            timeout=self.timeout, stream=False, retry_crash=clear)
             observed = tmp / "out" / "observed.json"
             out = {"ok": result.ok, "error": result.error, "output": result.output[-4000:],
                    "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists(),

@@ -44,10 +44,11 @@ def run_configs(configs, world_size, folder, device="cpu", timeout=600.0, pg_tim
 
 def _clear_outputs(configs, out):
     """Before a second launch: remove the reports, states and checkpoints the crashed one wrote, so
-    that a resumed configuration finds only what this launch writes. Checkpoints a configuration
-    only reads (--resume without writing first in this spec) stay."""
+    that a resumed configuration finds only what this launch writes. A checkpoint folder goes when
+    some configuration writes it (trains from scratch into it, or saves with --ckpt-every); one
+    that is only read (--resume, no --ckpt-every: an earlier launch's checkpoint) stays."""
     written = {argv[argv.index("--ckpt-dir") + 1] for argv in configs.values()
-               if "--ckpt-dir" in argv and "--resume" not in argv}
+               if "--ckpt-dir" in argv and ("--resume" not in argv or "--ckpt-every" in argv)}
     for folder in written:
         shutil.rmtree(folder, ignore_errors=True)
     for name in configs:

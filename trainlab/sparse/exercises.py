@@ -69,9 +69,9 @@ class SparseLabExercise(Exercise):
         return tuple(dict.fromkeys(CAUSE_OF_CASE.values()))
 
     def measure(self, source):
-        return run_on_source(source, lambda script, out: runner.run_distributed(retry_crash=True,
+        return run_on_source(source, lambda script, out: runner.run_distributed(
             module="trainlab.sparse.labcheck", nproc=self.world_size, args=[script, out], timeout=self.timeout,
-            stream=False), prefix="trainlab-sparse-check-")
+            stream=False, retry_crash=lambda: out.unlink(missing_ok=True)), prefix="trainlab-sparse-check-")
 
     def judge(self, source):
         if same_text(source, self.shipped()):

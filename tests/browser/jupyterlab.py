@@ -218,11 +218,13 @@ class NotebookPage:
         broken = self.page.get_by_text("Error displaying widget").count()
         return found + ([("page", f"{broken} widget(s) failed to render")] if broken else [])
 
-    def screenshot(self, path, index=None):
-        """The page, or one cell (scrolled into view) when index is given."""
+    def screenshot(self, path, index=None, output=True):
+        """The page, or one cell's output (its whole cell with output=False) when index is given.
+        Only what is scrolled into view is captured, so a tall cell's input would hide its output."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         if index is None:
             self.page.screenshot(path=str(path))
-        else:
-            self.cell(index).scroll_into_view_if_needed()
-            self.cell(index).screenshot(path=str(path))
+            return
+        part = self.cell(index).locator(".jp-Cell-outputWrapper") if output else self.cell(index)
+        part.scroll_into_view_if_needed()
+        part.screenshot(path=str(path))

@@ -113,8 +113,8 @@ class Session:
         for i in self.code_cells():
             self.nb.run(i, timeout=timeout)
 
-    def shot(self, what, index=None):
-        self.nb.screenshot(SHOTS / f"{self.stem}-{what}.png", index)
+    def shot(self, what, index=None, output=True):
+        self.nb.screenshot(SHOTS / f"{self.stem}-{what}.png", index, output)
 
     def assert_no_errors(self):
         self.shot("page")
@@ -250,7 +250,7 @@ def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser
     nb.run(opener)
     wait_for(lambda: nb.cells.count() > opener + 1, message="%lab_open to insert the lab's cell")
     assert nb.source(opener + 1).startswith("%%lab debugging/nc_7")
-    s.shot("lab-opened", opener + 1)
+    s.shot("lab-opened", opener + 1, output=False)
     assert "hint 1/" in nb.output_text(s.index(r"\.hint\(\)"))
     s.assert_no_errors()
 

@@ -26,6 +26,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from trainlab.paths import BUILD
+
 matplotlib.use("Agg")
 
 TESTS = Path(__file__).resolve().parent
@@ -115,7 +117,7 @@ def whole_suite(config):
 
 def write_durations(mode):
     """Every test's seconds, slowest first: where to look when an area outgrows its share."""
-    out = TESTS.parent / "build" / f"test-durations-{mode}.json"
+    out = BUILD / f"test-durations-{mode}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     ranked = dict(sorted(((k, round(v, 2)) for k, v in DURATIONS.items()), key=lambda kv: -kv[1]))
     out.write_text(json.dumps(ranked, indent=1) + "\n")

@@ -121,7 +121,10 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
         f"--max-restarts={max_restarts}", "--tee=3",  # prefix every line with its rank
         *_target(script, module), *map(str, args),
     ]
-    result = _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
+    def launch():
+        return _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
+
+    result = launch()
     crash = native_crash(result) if retry_crash else None
     if crash is None:
         return result
@@ -132,7 +135,7 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
     _record_crash(cmd, rank, sig, result)
     if callable(retry_crash):
         retry_crash()
-    again = _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
+    again = launch()
     again.retried_after = result.error
     if not again.ok:
         again.error = f"{again.error} (on a second launch; the first: {result.error})"
@@ -160,7 +163,7 @@ def native_crash(result):
 
 
 def _fatal(code):
-    return code is not None and code < 0 and -code in [int(s) for s in FATAL_SIGNALS]
+    return code is not None and -code in FATAL_SIGNALS  # Signals are ints
 
 
 def _record_crash(cmd, rank, sig, result):

@@ -23,6 +23,8 @@ import urllib.request
 from pathlib import Path
 
 import nbformat
+import papermill.iorw
+import papermill.parameterize
 
 from trainlab import runner, workspace
 
@@ -35,8 +37,8 @@ EXECUTED = re.compile(r"\[(\d+)\]")
 def find_chromium():
     """The distribution's Chromium (TRAINLAB_CHROMIUM overrides), or None."""
     for candidate in (os.environ.get("TRAINLAB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if candidate and shutil.which(candidate):
-            return shutil.which(candidate)
+        if candidate and (found := shutil.which(candidate)):
+            return found
     return None
 
 
@@ -101,19 +103,14 @@ class LabServer:
 
 
 def workspace_copy(notebook, root, cells=None, **parameters):
-    """Copy a learner notebook into root/work/, its parameters set as papermill sets them (a
-    cell tagged injected-parameters after the parameters cell), keeping only `cells` (indices
-    into the shipped notebook) when given. Returns the copy's path relative to root."""
-    nb = nbformat.read(notebook, as_version=4)
-    keep = nb.cells if cells is None else [nb.cells[i] for i in cells]
-    out = []
-    for cell in keep:
-        out.append(cell)
-        if "parameters" in cell.metadata.get("tags", []) and parameters:
-            injected = nbformat.v4.new_code_cell("\n".join(f"{k} = {v!r}" for k, v in parameters.items()))
-            injected.metadata["tags"] = ["injected-parameters"]
-            out.append(injected)
-    nb.cells = out
+    """Copy a learner notebook into root/work/, keeping only `cells` (indices into the shipped
+    notebook) when given, its parameters injected by papermill (a cell after the parameters
+    cell, as `make test` runs it). Returns the copy's path relative to root."""
+    nb = papermill.iorw.load_notebook_node(str(notebook))
+    if cells is not None:
+        nb.cells = [nb.cells[i] for i in cells]
+    if parameters:
+        nb = papermill.parameterize.parameterize_notebook(nb, parameters)
     target = Path(root) / "work" / Path(notebook).name
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)

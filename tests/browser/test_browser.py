@@ -95,16 +95,15 @@ class Session:
 
     def __init__(self, name, nb, whole=False):
         self.name, self.nb, self.whole = name, nb, whole
-        self.root, self.path = nb.server.root, nb.path
+        self.shipped = nbformat.read(nb.server.root / nb.path, as_version=4).cells  # as opened, before any edit
         self.stem = Path(name).stem + ("-whole" if whole else "")
 
     def code_cells(self):
-        return [i for i, c in enumerate(nbformat.read(self.root / self.path, as_version=4).cells)
-                if c.cell_type == "code"]
+        return [i for i, c in enumerate(self.shipped) if c.cell_type == "code"]
 
     def index(self, pattern):
         """The first cell whose source matches pattern (a regex)."""
-        for i, cell in enumerate(nbformat.read(self.root / self.path, as_version=4).cells):
+        for i, cell in enumerate(self.shipped):
             if re.search(pattern, cell.source, re.M):
                 return i
         raise AssertionError(f"{self.name}: no cell matches {pattern!r}")

@@ -16,8 +16,8 @@ def cases(tmp_path_factory):
     out = {}
     for size in WORLD_SIZES:
         path = tmp_path_factory.mktemp("sparse") / f"w{size}.json"
-        result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.cases", nproc=size, args=[path], timeout=300,
-                                        stream=False)
+        result = runner.run_distributed(module="trainlab.sparse.cases", nproc=size, args=[path], timeout=300,
+                                        stream=False, retry_crash=True)
         assert result.ok, result.error + "\n" + result.output[-2000:]
         out[size] = json.loads(path.read_text())
     return out
@@ -101,8 +101,8 @@ def test_index_overhead_is_the_index_over_the_row_values():
 @pytest.fixture(scope="module")
 def training(tmp_path_factory):
     path = tmp_path_factory.mktemp("sparse-train") / "train.json"
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.workload", nproc=2, args=[path, "--steps", 80],
-                                    timeout=300, stream=False)
+    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=2, args=[path, "--steps", 80],
+                                    timeout=300, stream=False, retry_crash=True)
     assert result.ok, result.error
     return json.loads(path.read_text())["runs"]
 
@@ -130,7 +130,7 @@ def test_error_feedback_keeps_top_k_close_to_dense(training):
 
 def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
     path = tmp_path / "sweep.json"
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.sweep", nproc=2, timeout=300, stream=False,
+    result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=2, timeout=300, stream=False, retry_crash=True,
                                     args=[path, "--size", 1 << 18, "--densities", 0.001, 0.3, "--repeats", 2])
     assert result.ok, result.error
     sweep = json.loads(path.read_text())
@@ -158,7 +158,7 @@ def test_the_patterns_built_on_all_gather_all_to_all_and_send_recv_run_on_the_de
     if ranks < 2:
         pytest.skip(f"the nccl run needs 2 or more GPUs; {ranks} visible")
     path = tmp_path / "cases.json"
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.cases", nproc=ranks, timeout=300, stream=False,
+    result = runner.run_distributed(module="trainlab.sparse.cases", nproc=ranks, timeout=300, stream=False, retry_crash=True,
                                     args=[path, "--device", DEVICE, "--exactness-only"])
     assert result.ok, result.error
     got = json.loads(path.read_text())

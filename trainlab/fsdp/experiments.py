@@ -100,8 +100,8 @@ def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):
     if unknown:
         raise ValueError(f"unknown experiment kind(s) {sorted(unknown, key=str)}; known: {sorted(KINDS)}")
     (out / "spec.json").write_text(json.dumps({"_device": str(device), **spec}))
-    result = runner.run_distributed(retry_crash=True, module="trainlab.fsdp.experiments", nproc=world_size, timeout=timeout,
-                                    stream=stream, args=[out / "spec.json", out])
+    result = runner.run_distributed(module="trainlab.fsdp.experiments", nproc=world_size, timeout=timeout,
+                                    stream=stream, args=[out / "spec.json", out], retry_crash=True)
     if not result.ok:
         raise RuntimeError(f"the {world_size}-rank experiments failed: {result.error}\n{result.output[-2000:]}")
     return {name: json.loads((out / f"{name}.json").read_text()) for name in spec}

@@ -225,7 +225,7 @@ def allreduce_rows(device="cpu", world_size=2, sizes_mb=(1, 4, 16, 64), timeout=
         raise ValueError(f"world_size={world_size}: an all-reduce moves nothing on one rank; use 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "busbw.json"
-        result = runner.run_distributed(retry_crash=True, module="trainlab.memory.busbw", nproc=world_size, timeout=timeout,
+        result = runner.run_distributed(module="trainlab.memory.busbw", nproc=world_size, timeout=timeout, retry_crash=True,
                                         stream=False, args=[out, "--device", str(device), "--sizes-mb", *sizes_mb])
         if not result.ok:
             raise RuntimeError(f"the all-reduce launch failed: {result.error}")

@@ -16,7 +16,7 @@ SPARSE = ("gloo_sparse", "allgather", "partitioned", "recursive_doubling")
 
 def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
     out = Path(folder) / f"sweep{ranks}.json"
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.sweep", nproc=ranks, timeout=timeout, stream=False,
+    result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
                                     args=[out, "--size", size, "--repeats", repeats, "--densities", *densities])
     if not result.ok:
         raise RuntimeError(f"the sweep on {ranks} ranks failed: {result.error}")
@@ -25,8 +25,8 @@ def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
 
 def run_workload(ranks, folder, steps=100, timeout=600.0):
     out = Path(folder) / "workload.json"
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.workload", nproc=ranks, args=[out, "--steps", steps],
-                                    timeout=timeout, stream=False)
+    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=ranks, args=[out, "--steps", steps],
+                                    timeout=timeout, stream=False, retry_crash=True)
     if not result.ok:
         raise RuntimeError(f"training failed: {result.error}")
     return json.loads(out.read_text())["runs"]
@@ -36,7 +36,7 @@ def run_hooks(ranks, folder, steps=60, arms=None, timeout=900.0):
     """DDP communication hooks (trainlab.sparse.hooks) on the CIFAR CNN: {arm: run}."""
     out = Path(folder) / "hooks.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.hooks", nproc=ranks, timeout=timeout, stream=False,
+    result = runner.run_distributed(module="trainlab.sparse.hooks", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
                                     args=[out, "--steps", steps, *(["--arms", *arms] if arms else [])])
     if not result.ok:
         raise RuntimeError(f"the communication-hook runs failed: {result.error}")
@@ -48,7 +48,7 @@ def run_rowwise(ranks, folder, steps=40, timeout=600.0):
     the same training in one process."""
     out = Path(folder) / f"rowwise{ranks}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = runner.run_distributed(retry_crash=True, module="trainlab.sparse.rowwise", nproc=ranks, timeout=timeout, stream=False,
+    result = runner.run_distributed(module="trainlab.sparse.rowwise", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
                                     args=[out, "--steps", steps])
     if not result.ok:
         raise RuntimeError(f"the row-wise sharded run failed: {result.error}")

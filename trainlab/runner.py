@@ -335,6 +335,9 @@ def _signal_all(root, pids, sig):
 
 FAILURE = re.compile(r"^\s*rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", re.M)
 ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt|Exit|Failed)\b.*$", re.M)
+# A C++ exception that escaped a call the script made (gloo checks a collective's sizes this way):
+# the process aborts (SIGABRT), but the script's own call failed
+CPP_THROW = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*\n\s*what\(\):\s*(.*)")
 # What a rank reports when another rank died under it: not a cause of its own
 CONSEQUENCE = re.compile(r"connection (closed|reset|refused)|broken pipe|peer|communicator was aborted", re.I)
 
@@ -364,7 +367,11 @@ def rank_output(output, rank):
 
 
 def last_error_line(text):
-    """The last line that looks like 'SomeError: message' (a traceback's final line)."""
+    """The last line that looks like 'SomeError: message' (a traceback's final line), or the C++
+    exception that ended the process ('gloo::EnforceNotMet: ... collective mismatch ...')."""
+    thrown = CPP_THROW.search(text)
+    if thrown:  # it aborted the process, so nothing came after it
+        return f"{thrown.group(1)}: {thrown.group(2).strip()}"
     matches = ERROR_LINE.findall(text)
     return matches[-1].strip() if matches else ""
 

@@ -146,7 +146,7 @@ def torchrun_output(rank_lines, failures):
     lines = [f"[default{rank}]:{line}" for rank, text in rank_lines.items() for line in text.splitlines()]
     summary = [f"[{i}]:\n  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: {100 + rank})"
                for i, (rank, code) in enumerate(failures)]
-    return "\n".join(lines + ["Root Cause (first observed failure):", summary[0], "Failures:", *summary[1:]])
+    return "\n".join(lines + ["Failures:", *summary[1:], "Root Cause (first observed failure):", summary[0]])
 
 
 def test_a_crash_beside_a_python_error_is_the_scripts_failure_and_a_lone_crash_is_named():
@@ -159,6 +159,13 @@ def test_a_crash_beside_a_python_error_is_the_scripts_failure_and_a_lone_crash_i
     result = runner._name_failed_rank(runner.Result(1, crashed, 1.0))
     assert runner.native_crash(result) == (1, signal.SIGSEGV) and result.failed_rank == 1
     assert "SIGSEGV" in result.error
+    mismatch = torchrun_output({0: "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+                                    "  what():  [enforce fail at pair.cc:464] op.preamble.length <= op.nbytes. 44 vs 12. "
+                                    "Is there a distributed collective mismatch in your code?\nFatal Python error: Aborted",
+                                 1: "RuntimeError: Connection closed by peer"}, [(0, -6), (1, 1)])
+    result = runner._name_failed_rank(runner.Result(1, mismatch, 1.0))  # the script's collectives disagree: its own failure
+    assert runner.native_crash(result) is None and result.failed_rank == 0
+    assert "gloo::EnforceNotMet" in result.error and "collective mismatch" in result.error
 
 
 def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):

@@ -181,3 +181,12 @@ def test_standard_path_matches_the_fast_path_without_augmentation():
     x_std = torch.stack([ds[i][0] for i in range(8)])
     torch.testing.assert_close(x_std, x_fast, atol=1e-5, rtol=1e-5)
     assert [ds[i][1] for i in range(8)] == y_fast.tolist()
+
+
+def test_channel_statistics_from_histograms_equal_numpys_over_every_pixel():
+    images = np.random.default_rng(0).integers(0, 256, size=(500, 3, 8, 8), dtype=np.uint8)
+    images[:, 2] //= 3  # channels with different statistics
+    mean, std = data._channel_stats(images)
+    pixels = images.reshape(len(images), 3, -1)
+    np.testing.assert_allclose(mean, pixels.mean(axis=(0, 2), dtype=np.float64) / 255, rtol=1e-12)
+    np.testing.assert_allclose(std, pixels.std(axis=(0, 2), dtype=np.float64) / 255, rtol=1e-12)

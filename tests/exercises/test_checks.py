@@ -158,3 +158,20 @@ def test_missing_reports_become_verdicts(warmup, reports):
     timed_out = {"status": "timeout", "error": "stopped after 40 s, its time budget"}
     with pytest.raises(TimedOut, match="stopped after 40 s"):
         warmup.judge_reports(timed_out, reports["solution"])
+
+
+def test_the_solution_pasted_into_the_cell_is_judged_on_its_reference_run(warmup, reports, monkeypatch):
+    from trainlab.checks import lab
+
+    asked = []
+
+    def measured(variants, *args, **kwargs):
+        asked.append([v["name"] for v in variants])
+        return {"solution": reports["solution"], "learner": reports["nan"]}
+
+    monkeypatch.setattr(lab, "run_variants", measured)
+    assert "test accuracy" in warmup.judge("\n" + FIXED.replace("\n", "\n\n") + "  \n")  # blank lines do not count
+    assert asked == [["solution"]]  # the same run (seed, steps, device): not measured twice
+    with pytest.raises(Incorrect, match="non-finite"):  # any other text is run as the learner's
+        warmup.judge(FIXED + "# mine\n")
+    assert asked[-1] == ["solution", "learner"]

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import paths
+from trainlab import paths, warmstart
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 
@@ -242,21 +242,27 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
     (or when watchdog() returns a reason)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env=env, cwd=cwd, start_new_session=True,
-    )
+    if warmstart.enabled() and warmstart.parse(cmd):  # forked from a server with torch imported
+        proc = output = warmstart.WarmChild(cmd, env, cwd)
+    else:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, cwd=cwd, start_new_session=True,
+        )
+        output = _PipeOutput(proc.stdout)
     chunks, stopped = [], ""
     try:
-        stopped = _pump(proc, chunks, start + timeout, stream, watchdog)
+        stopped = _pump(output.read, chunks, start + timeout, stream, watchdog)
     except BaseException:  # KeyboardInterrupt in the notebook: leave nothing behind
         kill_tree(proc)
+        output.close()
         raise
     if stopped:
         kill_tree(proc)
     else:
         proc.wait()
         kill_tree(proc)  # daemons the child left behind go too
+    chunks.append(output.close())  # what was written after the last read
     output = b"".join(chunks).decode(errors="replace")
     result = Result(None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped))
     if stopped and stopped is not True:
@@ -264,30 +270,46 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     return result
 
 
-def _pump(proc, chunks, deadline, stream, watchdog=None):
-    """Copy the child's output until it closes (returns ""), the deadline passes (True) or the
-    watchdog gives a reason to stop (that reason)."""
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                return True
-            reason = watchdog() if watchdog else None
-            if reason:
-                return reason
-            if not sel.select(timeout=min(left, 0.5)):
-                continue
-            data = os.read(fd, 65536)
-            if not data:  # EOF: the child (and everything holding its stdout) has finished
-                return ""
+def _pump(read, chunks, deadline, stream, watchdog=None):
+    """Collect the child's output until it has all come (returns ""), the deadline passes (True)
+    or the watchdog gives a reason to stop (that reason). read(timeout) waits up to timeout
+    seconds and returns (new bytes, whether that was the end)."""
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return True
+        reason = watchdog() if watchdog else None
+        if reason:
+            return reason
+        data, ended = read(min(left, 0.25))
+        if data:
             chunks.append(data)
             if stream:
                 out = _child_output or sys.stdout
                 out.write(data.decode(errors="replace"))
                 out.flush()
+        if ended:
+            return ""
+
+
+class _PipeOutput:
+    """A Popen child's stdout pipe, read as it comes."""
+
+    def __init__(self, pipe):
+        self.fd = pipe.fileno()
+        os.set_blocking(self.fd, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+
+    def read(self, timeout):
+        if not self.selector.select(timeout=timeout):
+            return b"", False
+        data = os.read(self.fd, 65536)
+        return data, not data  # EOF: the child (and everything holding its stdout) has finished
+
+    def close(self):
+        self.selector.close()
+        return b""
 
 
 def descendants(pid):

@@ -1,0 +1,82 @@
+"""trainlab.warmstart: a child forked from the warm server is the same child a fresh interpreter
+would be (argv, cwd, environment, sys.path, __main__, output, exit status, traceback) - only
+started without importing torch again."""
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from trainlab import runner, warmstart
+
+pytestmark = pytest.mark.skipif(not warmstart.enabled(), reason="warm start is Linux-only or turned off")
+
+PROBE = """
+import json, os, sys
+print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_VALUE"),
+                  "path0": sys.path[0], "name": __name__, "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
+                  "trainlab": __import__("trainlab").__file__}))
+print("to stderr", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def observed(result):
+    return json.loads(next(line for line in result.output.splitlines() if line.startswith("{")))
+
+
+def run_both(monkeypatch, **kwargs):
+    warm = runner.run_python(stream=False, timeout=60, **kwargs)
+    monkeypatch.setenv("TRAINLAB_WARM_START", "0")
+    cold = runner.run_python(stream=False, timeout=60, **kwargs)
+    monkeypatch.delenv("TRAINLAB_WARM_START")
+    return warm, cold
+
+
+@pytest.mark.parametrize("how", ["path", "module"])
+def test_a_warm_child_sees_what_a_fresh_interpreter_sees(tmp_path, monkeypatch, how):
+    (tmp_path / "probe_module.py").write_text(PROBE)
+    target = {"path": tmp_path / "probe_module.py"} if how == "path" else {"module": "probe_module"}
+    warm, cold = run_both(monkeypatch, **target, args=["3", "x y"], env={"PROBE_VALUE": "42"}, cwd=tmp_path)
+    assert warm.returncode == cold.returncode == 3
+    assert observed(warm) == observed(cold)
+    assert observed(warm)["argv"] == ["3", "x y"] and observed(warm)["env"] == "42"
+    assert observed(warm)["name"] == "__main__" and observed(warm)["path0"] == str(tmp_path)
+    assert "to stderr" in warm.output and "to stderr" in cold.output
+
+
+def test_a_warm_child_starts_with_torch_already_imported(monkeypatch):
+    source = "import sys; print('torch' in sys.modules, 'torch._dynamo' in sys.modules)"
+    warm, cold = run_both(monkeypatch, source=source)
+    assert warm.output.strip() == "True True" and cold.output.strip() == "False False"
+
+
+def test_errors_and_signals_read_as_from_a_fresh_interpreter(monkeypatch):
+    warm, cold = run_both(monkeypatch, source="def f():\n    raise ValueError('boom')\nf()\n")
+    assert warm.returncode == cold.returncode == 1 and warm.error == cold.error == "ValueError: boom"
+    assert "runpy" not in warm.output and "<string>" not in warm.output  # the script's frames only
+    assert warm.output.count('File "') == cold.output.count('File "') == 2
+    warm, cold = run_both(monkeypatch, source="import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert warm.returncode == cold.returncode == -signal.SIGSEGV
+    warm, cold = run_both(monkeypatch, source="import sys; sys.exit('a message')")
+    assert warm.returncode == cold.returncode == 1 and "a message" in warm.output
+
+
+def test_only_this_interpreters_python_commands_start_warm():
+    assert warmstart.parse([sys.executable, "-m", "trainlab.measure", "a"]) == ("trainlab.measure", ["trainlab.measure", "a"])
+    assert warmstart.parse([sys.executable, "train.py", "--steps", "3"]) == (None, ["train.py", "--steps", "3"])
+    assert warmstart.parse([sys.executable, "-c", "print(1)"]) is None
+    assert warmstart.parse(["/usr/bin/python3", "train.py"]) is None or sys.executable == "/usr/bin/python3"
+    assert warmstart.parse(["ls", "-l"]) is None
+
+
+def test_the_output_file_is_removed_after_the_child(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    result = runner.run_python(source="print('done')", timeout=30, stream=False)
+    assert result.ok and "done" in result.output
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("trainlab-child-")]

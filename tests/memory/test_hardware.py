@@ -45,7 +45,9 @@ def test_an_all_reduce_across_two_ranks_takes_longer_for_more_bytes():
     result = hardware.allreduce_rows("cpu", world_size=2, sizes_mb=(0.25, 16))
     small, large = result["rows"]
     assert result["backend"] == "gloo" and result["world_size"] == 2
-    assert large["seconds"] > 4 * small["seconds"] and large["busbw"] > 0
+    # 64x the bytes: more time, and a higher bus bandwidth (the fixed latency is spread over more
+    # bytes). Not a fixed time ratio: on 2 busy cores 64x the bytes took from 3.9x to 12x the time
+    assert large["seconds"] > 2 * small["seconds"] and large["busbw"] > 2 * small["busbw"] > 0
 
 
 def test_elementwise_ops_sit_far_left_of_matmuls_and_under_the_memory_roof():

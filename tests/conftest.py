@@ -61,6 +61,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The browser tests last: they operate the notebooks the other areas have just run, and the
+    # reference runs those cached (build/measure-cache) serve the browser's exercise cells too
+    items.sort(key=lambda item: area(item.nodeid) == "browser")
     mode = config.getoption("matrix")
     if mode == "full":
         return

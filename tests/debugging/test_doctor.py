@@ -90,9 +90,12 @@ INJECTIONS = {
 
 
 # The doctor's evaluation on scripts it was not built against: `make test` injects the first bug
-# into each script (every cause is covered by the labs above); `make test-full` injects them all.
-@pytest.mark.parametrize("script, cause", [pytest.param(s, c, marks=() if i == 0 else pytest.mark.full)
-                                           for s, bugs in INJECTIONS.items() for i, c in enumerate(bugs)])
+# into the cheaper script (every cause is covered by the labs above); `make test-full` injects them all.
+SAMPLED_INJECTION = ("healthy_sgd_device.py", next(iter(INJECTIONS["healthy_sgd_device.py"])))
+
+
+@pytest.mark.parametrize("script, cause", [pytest.param(s, c, marks=() if (s, c) == SAMPLED_INJECTION else pytest.mark.full)
+                                           for s, bugs in INJECTIONS.items() for c in bugs])
 def test_injected_bug_gets_the_labs_diagnosis(tmp_path, script, cause):
     old, new = INJECTIONS[script][cause]
     text = (SCRIPTS / script).read_text()

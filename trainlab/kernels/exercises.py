@@ -99,7 +99,8 @@ EXERCISES = [
         corpus=(
             # out-of-bounds accesses: the process dies (a GPU raises an illegal memory access)
             WrongFix("the input's stride for the output too", fixed(
-                ("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")), verdict="error"),
+                ("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")),
+                verdict=("error", "incorrect")),  # stores past the end: a crash, or rows left unwritten (NaN)
             WrongFix("mask up to the row stride", fixed(("    mask = cols < C\n", "    mask = cols < stride_x\n")),
                      verdict=("error", "incorrect")),  # out of bounds: a crash, or the poisoned gaps read
             WrongFix("the mean over the row stride", fixed(("/ C + eps)", "/ stride_x + eps)")), reason="checks fail"),

@@ -1,15 +1,16 @@
 """The doctor on multi-rank scripts (`--nproc-per-node 2`, gloo): the FSDP lab's five mistakes, a
 healthy DDP script with nothing above "info", and bugs injected into that script - a collective only
 rank 0 calls, data not sharded, a rank that skips a step, buffers left unsynchronised, uneven batches
-per rank, a rank that raises an error of its own. Each test names the mechanism and the numbers the merged report must carry."""
+per rank, a rank that raises an error of its own, a rank that does more each step (a straggler). Each test names the mechanism and the numbers the merged report must carry."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from trainlab import labs
 from trainlab.doctor import collectives
-from trainlab.doctor.multirank import diagnose_ranks
+from trainlab.doctor.multirank import diagnose_ranks, step_times
 from trainlab.doctor.report import SEVERITIES
 
 from tests.debugging.test_doctor import SCRIPTS
@@ -141,6 +142,37 @@ def test_the_time_limit_stops_every_rank_at_the_same_step(tmp_path):
     steps = [r["steps"] for r in report.ranks]
     assert steps[0] == steps[1] and 0 < steps[0] < 100000, report.ranks
     assert "hang" not in report.symptoms and report.worst() == SEVERITIES.index("info"), str(report)
+
+
+@pytest.mark.full
+def test_a_rank_that_does_more_each_step_is_named_a_straggler(tmp_path):
+    text = inject(DDP, "        loss = F.cross_entropy(model(x), y)\n", "        loss = F.cross_entropy(model(x), y)\n"
+                                                                  "        if rank == 0:\n"
+                                                                  "            time.sleep(0.08)  # the loss, written to a slow share\n")
+    text = inject(text, "import argparse\n", "import argparse\nimport time\n")
+    report = diagnose(tmp_path, text, "--steps", "16", steps=16)
+    f = finding(report, "straggler")
+    assert f.severity == "warning" and f.title.startswith("rank 0's own work"), str(report)
+
+
+def _timed_rank(step_ms, collective_ms, backward_ms, steps=6):
+    report = SimpleNamespace(steps=steps, symptoms=[], root_causes=[], crash=None)
+    layout = {"step_s": [step_ms / 1e3] * steps, "collective_s_per_step": [collective_ms / 1e3] * steps,
+              "backward_s": [backward_ms / 1e3] * steps, "collectives": []}
+    return report, layout
+
+
+def test_a_straggler_needs_the_other_ranks_to_wait_for_it():
+    def verdict(*ranks):
+        reports, layout = zip(*(_timed_rank(*r) for r in ranks))
+        return step_times(dict(enumerate(reports)), dict(enumerate(layout)), {}, len(ranks)).cause
+
+    # rank 0 logs for 80 ms a step; rank 1 waits for it in DDP's all-reduce in backward
+    assert verdict((180, 5, 20), (180, 5, 100)) == "straggler"
+    # a CI run of the fixed FSDP lab on 2 busy cores: rank 1's own work 1.6x rank 0's, but rank 0
+    # waited only 44 ms of the 135 ms gap - the two ranks contended for cores; no rank held the other back
+    assert verdict((374.3, 59.6, 73.7), (464.7, 16.3, 72.4)) == "rank-step-times"
+    assert verdict((100, 5, 20), (104, 5, 16)) == "rank-step-times"  # equal work
 
 
 def test_the_collective_comparison_names_the_first_disagreement():

@@ -321,7 +321,9 @@ def optimizer_before_sharding(reports, layout, calls, nproc):
 def step_times(reports, layout, calls, nproc):
     """Per-rank step time, split into the collectives the script calls, backward (DDP's gradient
     all-reduce waits there) and the rank's own work (data, forward, optimizer, Python); a rank
-    whose own work takes far longer makes the others wait for it every step (a straggler)."""
+    whose own work takes far longer makes the others wait for it every step (a straggler).
+    Waits inside forward (DDP's buffer broadcast, FSDP's all-gathers) are not timed apart: they count
+    as own work, so extra work just before such a forward is not told from the wait it causes."""
     lines = [_rank_line(r, reports[r], layout[r]) for r in sorted(layout) if r in reports]
     timed = [line for line in lines if line["own_ms"] is not None]
     if len(timed) < 2:
@@ -332,12 +334,24 @@ def step_times(reports, layout, calls, nproc):
                                         f"{line['backward_ms'] or 0:.1f} backward, {line['collective_ms'] or 0:.1f} "
                                         "in the script's collectives" for line in timed}
     text = "; ".join(f"{key.replace('_', ' ')}: {value}" for key, value in evidence.items())
-    if own[fastest] > 0 and own[slowest] > STRAGGLER * own[fastest] and own[slowest] - own[fastest] > 5:
+    if _waits_for(timed, slowest, fastest, own):
         return Finding("warning", "distributed", "straggler",
                        f"rank {slowest}'s own work per step takes {own[slowest] / own[fastest]:.1f}x rank {fastest}'s; "
                        f"the others wait for it in every collective ({text})", evidence,
                        "find what that rank does more (data loading, logging, evaluation on rank 0, a slower device)")
     return Finding("info", "distributed", "rank-step-times", f"time per step by rank: {text}", evidence, "")
+
+
+def _waits_for(timed, slowest, fastest, own):
+    """The slowest rank's own work exceeds the fastest's by STRAGGLER and more than 5 ms, and the
+    fastest rank spends at least half that gap waiting for it (in the collectives and in backward).
+    Without the wait, the gap is noise - two ranks contending for the same cores - not a rank the
+    others are held back by."""
+    gap = own[slowest] - own[fastest]
+    if not (own[fastest] > 0 and own[slowest] > STRAGGLER * own[fastest] and gap > 5):
+        return False
+    wait = {line["rank"]: (line["collective_ms"] or 0.0) + (line["backward_ms"] or 0.0) for line in timed}
+    return wait[fastest] - wait[slowest] >= 0.5 * gap
 
 
 CROSS_RANK_RULES = [collective_mismatch, uneven_steps, same_data_every_rank, replicas_diverge, rank0_checkpoint,

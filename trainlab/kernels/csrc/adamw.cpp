@@ -13,8 +13,8 @@ static void adamw_chunk(float* __restrict__ p, const float* __restrict__ g, floa
   }
 }
 
-void adamw_step(std::vector<torch::Tensor> p, std::vector<torch::Tensor> g, std::vector<torch::Tensor> m,
-                std::vector<torch::Tensor> v, double lr, double beta1, double beta2, double eps, double weight_decay,
+void adamw_step(std::vector<at::Tensor> p, std::vector<at::Tensor> g, std::vector<at::Tensor> m,
+                std::vector<at::Tensor> v, double lr, double beta1, double beta2, double eps, double weight_decay,
                 double bias_correction1, double bias_correction2_sqrt) {
   // One work list of (tensor, start) chunks over all tensors, so small tensors share threads.
   const int64_t chunk = 16384;
@@ -33,4 +33,10 @@ void adamw_step(std::vector<torch::Tensor> p, std::vector<torch::Tensor> g, std:
                   float(bias_correction2_sqrt));
     }
   });
+}
+
+TORCH_LIBRARY_FRAGMENT(TORCH_EXTENSION_NAME, m) {  // the schema says which lists it writes to
+  m.def("adamw_step(Tensor(a!)[] p, Tensor[] g, Tensor(b!)[] m, Tensor(c!)[] v, float lr, float beta1, float beta2, "
+        "float eps, float weight_decay, float bias_correction1, float bias_correction2_sqrt) -> ()",
+        &adamw_step);
 }

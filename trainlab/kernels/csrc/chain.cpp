@@ -25,10 +25,10 @@ static void chain_backward_rows(const T* __restrict__ g, const T* __restrict__ x
     }
 }
 
-torch::Tensor chain_forward(torch::Tensor x, torch::Tensor b, torch::Tensor s, torch::Tensor t) {
+at::Tensor chain_forward(at::Tensor x, at::Tensor b, at::Tensor s, at::Tensor t) {
   TORCH_CHECK(x.dim() == 2 && b.numel() == x.size(1), "chain_forward: x must be (rows, C), parameters (C,)");
   x = x.contiguous();
-  auto y = torch::empty_like(x);
+  auto y = at::empty_like(x);
   const int64_t M = x.size(0), C = x.size(1);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "chain_forward", [&] {
     const scalar_t *xp = x.data_ptr<scalar_t>(), *bp = b.data_ptr<scalar_t>(), *sp = s.data_ptr<scalar_t>(),
@@ -41,17 +41,17 @@ torch::Tensor chain_forward(torch::Tensor x, torch::Tensor b, torch::Tensor s, t
   return y;
 }
 
-std::vector<torch::Tensor> chain_backward(torch::Tensor g, torch::Tensor x, torch::Tensor b, torch::Tensor s,
-                                          torch::Tensor t) {
+std::vector<at::Tensor> chain_backward(at::Tensor g, at::Tensor x, at::Tensor b, at::Tensor s,
+                                          at::Tensor t) {
   x = x.contiguous();
   g = g.contiguous();
-  auto dx = torch::empty_like(x);
+  auto dx = at::empty_like(x);
   const int64_t M = x.size(0), C = x.size(1);
   // Per-thread channel sums, then one small sum over threads. (float sums over many rows
   // round more than the float64 reference allows: accumulate per block of rows instead.)
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1));
   const int64_t blocks = (M + grain - 1) / grain;
-  auto partial = torch::zeros({blocks, 3, C}, x.options());
+  auto partial = at::zeros({blocks, 3, C}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "chain_backward", [&] {
     const scalar_t *xp = x.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *bp = b.data_ptr<scalar_t>(),
                    *sp = s.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>();
@@ -65,4 +65,9 @@ std::vector<torch::Tensor> chain_backward(torch::Tensor g, torch::Tensor x, torc
   });
   auto total = partial.sum(0);
   return {dx, total[0], total[1], total[2]};
+}
+
+TORCH_LIBRARY_FRAGMENT(TORCH_EXTENSION_NAME, m) {
+  m.def("chain_forward", &chain_forward);
+  m.def("chain_backward", &chain_backward);
 }

@@ -14,13 +14,13 @@ static void softmax_times(const T* __restrict__ row, T lse, T g, T* __restrict__
   for (int64_t c = 0; c < C; ++c) out[c] = vexp(row[c] - lse) * g;
 }
 
-std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor x, torch::Tensor y) {
+std::vector<at::Tensor> cross_entropy_forward(at::Tensor x, at::Tensor y) {
   TORCH_CHECK(x.dim() == 2 && y.dim() == 1 && y.size(0) == x.size(0),
               "cross_entropy: logits (rows, C), targets (rows,)");
   x = x.contiguous();
   y = y.contiguous();
   const int64_t M = x.size(0), C = x.size(1);
-  auto loss = torch::empty({M}, x.options()), lse = torch::empty({M}, x.options());
+  auto loss = at::empty({M}, x.options()), lse = at::empty({M}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cross_entropy_forward", [&] {
     const scalar_t* xp = x.data_ptr<scalar_t>();
     const int64_t* yp = y.data_ptr<int64_t>();
@@ -37,11 +37,11 @@ std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor x, torch::Tensor 
   return {loss, lse};
 }
 
-torch::Tensor cross_entropy_backward(torch::Tensor g, torch::Tensor x, torch::Tensor y, torch::Tensor lse) {
+at::Tensor cross_entropy_backward(at::Tensor g, at::Tensor x, at::Tensor y, at::Tensor lse) {
   x = x.contiguous();
   g = g.contiguous();
   const int64_t M = x.size(0), C = x.size(1);
-  auto dx = torch::empty_like(x);
+  auto dx = at::empty_like(x);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cross_entropy_backward", [&] {
     const scalar_t *xp = x.data_ptr<scalar_t>(), *sp = lse.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
     const int64_t* yp = y.data_ptr<int64_t>();
@@ -54,4 +54,9 @@ torch::Tensor cross_entropy_backward(torch::Tensor g, torch::Tensor x, torch::Te
     });
   });
   return dx;
+}
+
+TORCH_LIBRARY_FRAGMENT(TORCH_EXTENSION_NAME, m) {
+  m.def("cross_entropy_forward", &cross_entropy_forward);
+  m.def("cross_entropy_backward", &cross_entropy_backward);
 }

@@ -1,6 +1,14 @@
 // Shared by every kernel's C++ version (trainlab/kernels/csrc/*.cpp): includes and vectorisable math.
-#include <torch/extension.h>
+// ATen's tensor and the operator registry, not <torch/extension.h> (all of libtorch and pybind11):
+// the build takes about 7 s instead of 35. Each kernel registers its functions as operators,
+// torch.ops.<extension name>.<function>.
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
 #include <cmath>
 #include <cstring>
 #include <vector>

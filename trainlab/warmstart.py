@@ -34,6 +34,7 @@ os.environ.clear()
 os.environ.update(spec["env"])
 os.chdir(spec["cwd"])
 log = os.open(spec["log"], os.O_WRONLY | os.O_APPEND)
+os.unlink(spec["log"])  # the parent reads it through its open file: nothing is left if either is killed
 os.dup2(log, 1)
 os.dup2(log, 2)
 os.close(log)
@@ -158,7 +159,7 @@ class WarmChild:
         return self.returncode
 
     def close(self):
-        """The output not read yet; the file is removed."""
+        """The output not read yet; the file is removed (if the child has not yet done so)."""
         rest = self._reader.read()
         self._reader.close()
         try:

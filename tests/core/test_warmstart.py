@@ -80,3 +80,38 @@ def test_the_output_file_is_removed_after_the_child(tmp_path, monkeypatch):
     result = runner.run_python(source="print('done')", timeout=30, stream=False)
     assert result.ok and "done" in result.output
     assert not [p for p in os.listdir(tmp_path) if p.startswith("trainlab-child-")]
+
+
+RANK_PROBE = """
+import json, os, sys
+preloaded = "torch._dynamo" in sys.modules
+import torch.distributed as dist
+dist.init_process_group("gloo")
+print(json.dumps({"rank": dist.get_rank(), "preloaded": preloaded, "session_leader": os.getsid(0) == os.getpid(),
+                  "argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__, "local_rank": os.environ["LOCAL_RANK"]}))
+dist.barrier()
+if dist.get_rank() == 1:
+    raise ValueError("shard 7 is corrupt")
+"""
+
+
+def test_torchruns_ranks_are_forked_warm_and_fail_as_fresh_ones(tmp_path, monkeypatch):
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_PROBE)
+
+    def launch():
+        result = runner.run_distributed(script, nproc=2, args=["a b"], timeout=60, stream=False, cwd=tmp_path)
+        probes = sorted((json.loads(line.split(":", 1)[1]) for line in result.output.splitlines()
+                         if line.startswith("[default") and ":{" in line), key=lambda p: p["rank"])
+        return result, probes
+
+    warm, warm_probes = launch()
+    monkeypatch.setenv("TRAINLAB_WARM_START", "0")
+    cold, cold_probes = launch()
+    assert warm.failed_rank == cold.failed_rank == 1 and warm.error == cold.error, (warm.error, cold.error)
+    assert "ValueError: shard 7 is corrupt" in warm.error
+    assert [p["preloaded"] for p in warm_probes] == [True, True] and [p["preloaded"] for p in cold_probes] == [False, False]
+    for p in (*warm_probes, *cold_probes):
+        p.pop("preloaded")
+    assert warm_probes == cold_probes and [p["local_rank"] for p in warm_probes] == ["0", "1"]
+    assert all(p["session_leader"] and p["argv"] == ["a b"] and p["name"] == "__main__" for p in warm_probes)

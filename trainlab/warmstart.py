@@ -15,6 +15,7 @@ Linux only (macOS frameworks do not survive fork reliably); TRAINLAB_WARM_START=
 and then every child is a fresh interpreter.
 """
 
+import atexit
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.spawn
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 PRELOAD = ["torch", "torch._dynamo", "torch.distributed.run"]
 
@@ -51,18 +53,24 @@ sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=T
 sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True, write_through=True)
 if os.environ.get("PYTHONFAULTHANDLER"):
     faulthandler.enable()
+import random
+random.seed()  # seeded once in the server: each child draws its own, as a fresh interpreter does
+if "numpy.random" in sys.modules:  # torch._dynamo imports it
+    sys.modules["numpy.random"].seed()
 import torch
 if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # the server read its own at import
     torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))
 sys.argv = list(spec["argv"])
 sys.path[:] = [spec["first"], *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)), *spec["site"]]
-if spec.get("warm_ranks"):  # a torchrun launcher: its ranks are forked too (warmstart.fork_ranks)
-    try:
-        from trainlab import warmstart
-    except ImportError:  # trainlab is not importable here: the ranks start as fresh interpreters
-        pass
-    else:
-        warmstart.fork_ranks(spec)
+if spec.get("warm_ranks"):  # a torchrun launcher: its ranks are forked too (fork_ranks)
+    try:  # this file alone, not the trainlab package: the ranks start without it, as fresh ones do
+        import importlib.util
+        loader = importlib.util.spec_from_file_location("_trainlab_warmstart", spec["warm_ranks"])
+        warmstart = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(warmstart)
+        warmstart.fork_ranks()
+    except Exception:  # the ranks start as fresh interpreters
+        traceback.print_exc()
 code = 0
 try:
     if spec["module"]:
@@ -156,7 +164,7 @@ class WarmChild:
         os.close(fd)
         self._reader = open(self.log, "rb")
         spec = dict(_spec(module, argv, env if env is not None else os.environ, cwd), log=self.log,
-                    warm_ranks=module == "torch.distributed.run")
+                    warm_ranks=__file__ if module == "torch.distributed.run" else None)
         self._process = _server().Process(target=exec, args=(_CHILD, {"__name__": "__trainlab_child__", "spec": spec}))
         _start(self._process)
         self.pid = self._process.pid
@@ -195,7 +203,7 @@ class WarmChild:
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
-def fork_ranks(spec):
+def fork_ranks():
     """In a warm torchrun launcher, before torch.distributed.run's main: its ranks are forked from
     a zygote (this process, forked while it is still one thread with torch imported) instead of
     started as fresh interpreters - 4 s each on 2 cores. The launcher becomes their child
@@ -209,22 +217,32 @@ def fork_ranks(spec):
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         return
     launcher, zygote = multiprocessing.connection.Pipe()
-    if os.fork() == 0:
+    zygote_pid = os.fork()
+    if zygote_pid == 0:
         launcher.close()
         _zygote(zygote)
     zygote.close()
-    lock, popen = threading.Lock(), SubprocessHandler._popen
+
+    @atexit.register
+    def reap():  # the zygote ends when this end closes; reaped here, not left to whoever adopts it
+        launcher.close()
+        os.waitpid(zygote_pid, 0)
+
+    lock, popen, alive = threading.Lock(), SubprocessHandler._popen, [True]
 
     def forked_popen(handler, args, env):
         args = [str(a) for a in args]
         target = parse([args[0], *args[2:]] if args[1:2] == ["-u"] else args)
-        if target is None:
+        if target is None or not alive[0]:
             return popen(handler, args, env)
         rank = dict(_spec(*target, env, os.getcwd()), redirect={
             fd: f.name for fd, f in ((1, handler._stdout), (2, handler._stderr)) if f is not None})
         with lock:
-            launcher.send(rank)
-            pid = launcher.recv()
+            try:
+                launcher.send(rank)
+                pid = launcher.recv()
+            except (EOFError, OSError):  # the zygote is gone: this rank and the next start fresh
+                alive[0], pid = False, 0
         return ForkedRank(pid, args) if pid else popen(handler, args, env)
 
     SubprocessHandler._popen = forked_popen
@@ -238,25 +256,38 @@ def _zygote(requests):
             rank = requests.recv()
         except EOFError:
             os._exit(0)
-        ready_r, ready_w = os.pipe()
-        middle = os.fork()
+        try:
+            ready_r, ready_w = os.pipe()
+            middle = os.fork()
+        except OSError:
+            requests.send(0)  # the launcher starts this rank fresh
+            continue
         if middle == 0:
-            if os.fork() == 0:  # the rank: a session of its own (torchrun kills it by group) before it is announced
-                requests.close()
-                os.close(ready_r)
-                os.setsid()
-                os.write(ready_w, str(os.getpid()).encode())
-                os.close(ready_w)
-                try:
-                    exec(_CHILD, {"__name__": "__trainlab_child__", "spec": rank})
-                finally:
-                    os._exit(1)  # _CHILD ends in os._exit; this only if it failed before its own handler
-            os._exit(0)  # the rank is orphaned: the launcher, its subreaper, adopts it
+            _middle(requests, ready_r, ready_w, rank)
         os.close(ready_w)
         os.waitpid(middle, 0)
         with os.fdopen(ready_r, "rb") as ready:
             announced = ready.read()
         requests.send(int(announced) if announced else 0)
+
+
+def _middle(requests, ready_r, ready_w, rank):
+    """Fork the rank and exit, so that the rank is orphaned and the launcher, its subreaper, adopts it."""
+    try:
+        if os.fork() == 0:  # the rank: a session of its own (torchrun kills it by group) before it is announced
+            requests.close()
+            os.close(ready_r)
+            os.setsid()
+            os.write(ready_w, str(os.getpid()).encode())
+            os.close(ready_w)
+            try:
+                exec(_CHILD, {"__name__": "__trainlab_child__", "spec": rank})
+            except BaseException:  # _CHILD failed before its own handler (its cwd is gone, say)
+                traceback.print_exc()
+            finally:
+                os._exit(1)  # _CHILD itself ends in os._exit
+    finally:
+        os._exit(0)
 
 
 class ForkedRank:

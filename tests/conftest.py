@@ -55,6 +55,9 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    from trainlab import warmstart
+
+    warmstart.prestart()  # the children's server imports torch while the tests are collected
     config.addinivalue_line("markers", "full: part of a full matrix that `make test` samples; runs in make test-full")
     config.addinivalue_line("markers", "exhaustive: with full, runs in make test-full only, not in --matrix rest")
     config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")

@@ -115,10 +115,9 @@ def self_check(params):
 
 def setup(device="auto", dataset="auto", epochs=2, seed=0, world_size=1, smoke=False, show=True):
     """Validate the notebook's parameters, point the checks at the device, show the self-check."""
-    from trainlab import checks, warmstart
+    from trainlab import checks
 
     params = validate(device, dataset, epochs, seed, world_size, smoke)
-    warmstart.prestart()  # the checks' server imports torch while the first cells run
     checks.configure(device=params.device)
     if show:
         print(self_check(params))

@@ -242,7 +242,7 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
     (or when watchdog() returns a reason)."""
     start = time.perf_counter()
-    if warmstart.enabled() and warmstart.parse(cmd):  # forked from a server with torch imported
+    if warmstart.enabled() and warmstart.parse(cmd) and warmstart.agrees(env):  # forked from a server with torch imported
         proc = output = warmstart.WarmChild(cmd, env, cwd)
     else:
         proc = subprocess.Popen(

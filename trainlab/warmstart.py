@@ -116,21 +116,40 @@ def parse(cmd):
     return None
 
 
+# Read when the server imports its modules, so a child cannot change them: torch._dynamo imports
+# triton, whose @jit decides there whether triton.language's own functions are interpreted.
+IMPORT_TIME_ENV = ("TRITON_INTERPRET",)
 _context = None
+_server_env = {}
 _starting = threading.Lock()
 
 
 def _server():
-    global _context
+    global _context, _server_env
     if _context is None:
+        import torch
+
+        if not torch.cuda.is_available():  # as trainlab.kernels.triton_env does, before the server imports triton
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+        _server_env = {name: os.environ.get(name) for name in IMPORT_TIME_ENV}
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload(PRELOAD)
     return _context
 
 
+def agrees(env):
+    """Whether a child with this environment can be forked from the server: the variables read at
+    import time have the server's values (otherwise it starts as a fresh interpreter)."""
+    _server()
+    env = os.environ if env is None else env
+    return all(env.get(name) == value for name, value in _server_env.items())
+
+
 def prestart():
     """Start the server now: it imports torch in the background (about 4 s on 2 cores) while the
-    caller goes on, instead of when the first child is wanted."""
+    caller goes on, instead of when the first child is wanted. pytest does, while it collects the
+    tests; a notebook does not (in the browser tests, four notebooks' kernels starting servers they
+    did not use cost 32 s on 2 cores)."""
     if enabled():
         _server()
         _start(None)

@@ -115,3 +115,12 @@ def test_torchruns_ranks_are_forked_warm_and_fail_as_fresh_ones(tmp_path, monkey
         p.pop("preloaded")
     assert warm_probes == cold_probes and [p["local_rank"] for p in warm_probes] == ["0", "1"]
     assert all(p["session_leader"] and p["argv"] == ["a b"] and p["name"] == "__main__" for p in warm_probes)
+
+
+def test_a_child_whose_import_time_environment_differs_from_the_servers_starts_fresh(monkeypatch):
+    source = "import sys, os; print('torch' in sys.modules, os.environ.get('TRITON_INTERPRET'))"
+    server_value = os.environ.get("TRITON_INTERPRET")
+    assert warmstart.agrees(None)
+    other = "0" if server_value == "1" else "1"
+    result = runner.run_python(source=source, env={**os.environ, "TRITON_INTERPRET": other}, stream=False, timeout=60)
+    assert result.output.split() == ["False", other]  # triton's @jit decided at the server's import: not forked

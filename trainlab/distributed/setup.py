@@ -86,7 +86,12 @@ def shutdown(exit_process=False):
     destroyed late), after all work was done. It reproduces with torch alone - FSDP2, one DCP
     save, destroy_process_group, a normal exit (benchmarks/scripts/teardown_abort.py: 2 aborts
     in 300 launches on torch 2.14.1, gloo; at the abort no Python frame is left: a C++ object
-    destroyed after finalisation) - so it is upstream. Call it last, when everything
+    destroyed after finalisation) - so it is upstream. A core dump of one abort (2026-12-04,
+    benchmarks/results/teardown_abort.json) shows where: a gloo worker thread
+    (ProcessGroupGloo::runLoop) destroys a finished barrier's work, whose tensors still own Python
+    objects; their decref waits for the GIL, which CPython 3.11 answers during finalisation by
+    pthread_exit - a forced unwind through a noexcept C++ destructor, so std::terminate. Warm
+    ranks (trainlab/warmstart.py) end with os._exit in any case. Call it last, when everything
     is written."""
     if dist.is_initialized():
         dist.barrier()

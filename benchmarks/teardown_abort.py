@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -29,14 +30,10 @@ SCRIPT = Path(__file__).resolve().parent / "scripts" / "teardown_abort.py"
 
 
 def launch(variant, how):
-    saved = os.environ.get("TRAINLAB_WARM_START")
-    os.environ["TRAINLAB_WARM_START"] = "1" if how == "warm" else "0"
-    try:
-        with tempfile.TemporaryDirectory(prefix="trainlab-abort-") as tmp:
-            return runner.run_distributed(SCRIPT, nproc=2, args=[variant], timeout=120, stream=False,
-                                          env={"CKPT": str(Path(tmp) / "ckpt")})
-    finally:
-        os.environ.pop("TRAINLAB_WARM_START") if saved is None else os.environ.update(TRAINLAB_WARM_START=saved)
+    with mock.patch.dict(os.environ, TRAINLAB_WARM_START="1" if how == "warm" else "0"), \
+            tempfile.TemporaryDirectory(prefix="trainlab-abort-") as tmp:
+        return runner.run_distributed(SCRIPT, nproc=2, args=[variant], timeout=120, stream=False,
+                                      env={"CKPT": str(Path(tmp) / "ckpt")})
 
 
 def main(argv=None):

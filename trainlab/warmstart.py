@@ -16,12 +16,12 @@ and then every child is a fresh interpreter.
 """
 
 import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -152,12 +152,14 @@ def prestart():
     did not use cost 32 s on 2 cores)."""
     if enabled():
         _server()
-        _start(None)
+        with _without_main():
+            multiprocessing.forkserver.ensure_running()
 
 
-def _start(process):
-    """process.start(), without multiprocessing's re-run of the parent's __main__ in the child
-    (meant for children that call the parent's functions: ours runs a module of its own, and the
+@contextlib.contextmanager
+def _without_main():
+    """Starting the server or a child, without multiprocessing's re-run of the parent's __main__ in
+    it (meant for children that call the parent's functions: ours runs a module of its own, and the
     parent's main is pytest, a notebook kernel or a script without a main guard)."""
     real = multiprocessing.spawn.get_preparation_data
 
@@ -167,7 +169,7 @@ def _start(process):
     with _starting:
         multiprocessing.spawn.get_preparation_data = without_main
         try:
-            process.start() if process is not None else multiprocessing.forkserver.ensure_running()
+            yield
         finally:
             multiprocessing.spawn.get_preparation_data = real
 
@@ -194,7 +196,8 @@ class WarmChild:
         spec = dict(_spec(module, argv, env if env is not None else os.environ, cwd), log=self.log,
                     warm_ranks=__file__ if module == "torch.distributed.run" else None)
         self._process = _server().Process(target=exec, args=(_CHILD, {"__name__": "__trainlab_child__", "spec": spec}))
-        _start(self._process)
+        with _without_main():
+            self._process.start()
         self.pid = self._process.pid
         self.returncode = None
 
@@ -320,7 +323,7 @@ def _middle(requests, ready_r, ready_w, rank):
 
 class ForkedRank:
     """What torchrun uses of the Popen it would have started for a rank: pid, poll(), wait(timeout),
-    returncode, send_signal(), terminate(), kill()."""
+    returncode (it signals a rank's process group by pid)."""
 
     def __init__(self, pid, args):
         self.pid, self.args, self.returncode = pid, args, None
@@ -339,13 +342,3 @@ class ForkedRank:
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(0.01)
         return self.returncode
-
-    def send_signal(self, sig):
-        if self.poll() is None:
-            os.kill(self.pid, sig)
-
-    def terminate(self):
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self):
-        self.send_signal(signal.SIGKILL)

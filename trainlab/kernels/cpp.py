@@ -2,7 +2,7 @@
 
 Each kernel's C++ lives in `csrc/<kernel>.cpp` (shared helpers in `csrc/prelude.h`) and
 registers its functions as operators; this joins them into one extension, so there is one
-build (about 7 s cold on 2 cores, needs ninja) and later processes load it from
+build (about 13 s cold on 2 cores, needs ninja) and later processes load it from
 TORCH_EXTENSIONS_DIR. The name carries a hash of the source, so an edited kernel is rebuilt
 rather than loaded stale. Operators rather than a pybind11 module: <torch/extension.h> alone
 took 31 s of a 35 s build here.

@@ -28,8 +28,13 @@ STRAGGLER = 1.5  # a rank whose compute per step exceeds the fastest rank's by t
 
 
 def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, collective_timeout_s=20.0,
-                   every_experiment=False, timeout=None, stream=False):
+                   every_experiment=False, timeout=None, stream=False, retry_crash=False):
     """Run script on nproc ranks under the doctor; return the merged Report.
+
+    A rank killed by a fatal signal with no Python error (a crash inside torch or gloo) is reported
+    as a rank that did not finish, with the signal. retry_crash (True, or a function to call first,
+    e.g. to remove the script's checkpoints) launches once more instead, said and recorded as
+    runner.run_distributed does: for runs whose crash is not what is being diagnosed.
 
     torch's own cross-rank check, TORCH_DISTRIBUTED_DEBUG=DETAIL, is not switched on: with gloo on
     the CPU (torch 2.14.1) constructing DistributedDataParallel under it kills the process with
@@ -40,8 +45,14 @@ def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, colle
         worker_args = [out, "--steps", steps, "--time-limit", time_limit_s, "--collective-timeout",
                        collective_timeout_s, *(["--every-experiment"] if every_experiment else []), script, *args]
         limit = timeout or launch_limit(time_limit_s, collective_timeout_s)
+        def clear():  # the crashed launch's files, then the caller's
+            for path in Path(out).iterdir():
+                path.unlink()
+            if callable(retry_crash):
+                retry_crash()
+
         result = runner.run_distributed(module="trainlab.doctor.worker", nproc=nproc, args=worker_args,
-                                        timeout=limit, stream=stream)
+                                        timeout=limit, stream=stream, retry_crash=clear if retry_crash else False)
         ranks = {}
         for r in range(nproc):
             path = Path(out) / f"rank{r}.json"

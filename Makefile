@@ -16,7 +16,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup lab test test-full test-rest test-browser test-gpu gpu-check bench notebooks data clean
+.PHONY: help setup lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -47,6 +47,9 @@ test-rest: setup  ## only what `make test` samples out of the full matrices (CI 
 
 test-browser: setup  ## only the browser tests: JupyterLab in Chromium, widgets operated, screenshots in build/browser/
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests/browser $(PYTEST_ARGS)
+
+test-cifar: setup  ## the convergence-sensitive tests and every lab's check on real CIFAR-10 (make data first)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --data cifar10 --matrix full $(PYTEST_ARGS)
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
 	$(PYTHON) tests/gpu_suite.py

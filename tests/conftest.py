@@ -52,29 +52,53 @@ def pytest_addoption(parser):
     parser.addoption("--matrix", choices=("sample", "full", "rest"), default="sample",
                      help="sample: a covering sample of the big matrices (make test); full: all of them "
                           "(make test-full); rest: only what the sample leaves out")
+    parser.addoption("--data", choices=("synthetic", "cifar10"), default="synthetic",
+                     help="the images every run uses (TRAINLAB_DATASET, inherited by children and notebook "
+                          "kernels): synthetic whatever is on disk, or real CIFAR-10 (make test-cifar), which "
+                          "runs only the tests marked convergence")
 
 
 def pytest_configure(config):
     from trainlab import warmstart
 
+    os.environ["TRAINLAB_DATASET"] = dataset = config.getoption("data")
+    if dataset == "cifar10":
+        _require_cifar(verify=not config.option.collectonly)
     warmstart.prestart()  # the children's server imports torch while the tests are collected
     config.addinivalue_line("markers", "full: part of a full matrix that `make test` samples; runs in make test-full")
     config.addinivalue_line("markers", "exhaustive: with full, runs in make test-full only, not in --matrix rest")
     config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
+    config.addinivalue_line("markers", "convergence: thresholds on what runs learn from the data; "
+                                       "make test-cifar runs these on real CIFAR-10")
+
+
+def _require_cifar(verify):
+    """A usage error before any test when CIFAR-10 is missing or (unless only collecting) corrupt."""
+    from trainlab.data import DataConfig, DataError, cifar, data_root
+
+    root = data_root(DataConfig())
+    try:
+        if not cifar.is_present(root):
+            raise DataError(f"{root / cifar.FOLDER} does not exist; run `make data` where there is internet, "
+                            "or point TRAINLAB_DATA at the folder that holds cifar-10-batches-py/")
+        if verify:
+            cifar.verify(root)
+    except DataError as exc:
+        raise pytest.UsageError(f"--data cifar10: {exc}") from None
 
 
 def pytest_collection_modifyitems(config, items):
     # The browser tests last: they operate the notebooks the other areas have just run, and the
     # reference runs those cached (build/measure-cache) serve the browser's exercise cells too
     items.sort(key=lambda item: area(item.nodeid) == "browser")
-    mode = config.getoption("matrix")
-    if mode == "full":
-        return
+    mode, real_data = config.getoption("matrix"), config.getoption("data") == "cifar10"
     keep, drop = [], []
     for item in items:
-        full, exhaustive = (item.get_closest_marker(m) is not None for m in ("full", "exhaustive"))
-        wanted = full and not exhaustive if mode == "rest" else not full and not exhaustive
-        (keep if wanted else drop).append(item)
+        full, exhaustive, convergence = (item.get_closest_marker(m) is not None
+                                         for m in ("full", "exhaustive", "convergence"))
+        wanted = (True if mode == "full" else full and not exhaustive if mode == "rest"
+                  else not full and not exhaustive)
+        (keep if wanted and (convergence or not real_data) else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -175,4 +199,4 @@ def device():
 def small_data():
     from trainlab.data import DataConfig
 
-    return DataConfig(dataset="synthetic", n_train=4_000, n_test=1_000)
+    return DataConfig(dataset=os.environ["TRAINLAB_DATASET"], n_train=4_000, n_test=1_000)  # n_*: synthetic only

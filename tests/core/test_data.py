@@ -1,13 +1,17 @@
 """trainlab.data / synthetic / cifar: determinism, shapes, separability, clear errors."""
 
 import hashlib
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 from trainlab import data
+from trainlab import paths
 from trainlab.data import cifar, synthetic
 from trainlab.data import DataConfig, DataError, DeviceLoader, ImageDataset, crop_flip, load_images, standard_transform
 
@@ -93,16 +97,28 @@ def _fake_cifar(root, monkeypatch, corrupt=None):
     return folder
 
 
-def test_cifar_on_disk_is_used_by_auto(tmp_path, monkeypatch):
+def test_cifar_on_disk_is_used_by_auto_unless_trainlab_dataset_says_otherwise(tmp_path, monkeypatch):
     import torchvision.datasets.cifar as tv_cifar
 
     folder = _fake_cifar(tmp_path, monkeypatch)
     # torchvision re-checks the real MD5s; our verify() ran against the patched list.
     monkeypatch.setattr(tv_cifar.CIFAR10, "_check_integrity", lambda self: True)
     monkeypatch.setattr(tv_cifar, "check_integrity", lambda *args, **kwargs: True)
+    monkeypatch.delenv("TRAINLAB_DATASET")  # the suite pins it (conftest: --data)
     images = load_images(DataConfig(dataset="auto", root=str(tmp_path)))
     assert images.source == "cifar10" and images.train_x.shape == (20, 3, 32, 32)
     assert images.classes[0] == "c0" and folder.exists()
+    monkeypatch.setenv("TRAINLAB_DATASET", "synthetic")
+    assert load_images(DataConfig(dataset="auto", root=str(tmp_path), n_train=20, n_test=10)).source == "synthetic"
+    monkeypatch.setenv("TRAINLAB_DATASET", "imagenet")
+    with pytest.raises(ValueError, match="TRAINLAB_DATASET='imagenet' is not known"):
+        load_images(DataConfig(dataset="auto", root=str(tmp_path)))
+
+
+def test_auto_with_trainlab_dataset_cifar10_and_none_on_disk_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINLAB_DATASET", "cifar10")
+    with pytest.raises(DataError, match="does not exist.*make data"):
+        load_images(DataConfig(dataset="auto", root=str(tmp_path)))
 
 
 def test_corrupt_cifar_names_the_file_and_the_fix(tmp_path, monkeypatch):
@@ -115,7 +131,7 @@ def test_missing_cifar_file_is_named(tmp_path, monkeypatch):
     folder = _fake_cifar(tmp_path, monkeypatch)
     (folder / "test_batch").unlink()
     with pytest.raises(DataError, match=r"test_batch is missing"):
-        load_images(DataConfig(dataset="auto", root=str(tmp_path)))
+        load_images(DataConfig(dataset="cifar10", root=str(tmp_path)))
 
 
 def test_crop_flip_matches_a_per_sample_reference():
@@ -190,3 +206,23 @@ def test_channel_statistics_from_histograms_equal_numpys_over_every_pixel():
     pixels = images.reshape(len(images), 3, -1)
     np.testing.assert_allclose(mean, pixels.mean(axis=(0, 2), dtype=np.float64) / 255, rtol=1e-12)
     np.testing.assert_allclose(std, pixels.std(axis=(0, 2), dtype=np.float64) / 255, rtol=1e-12)
+
+
+def test_make_test_cifar_needs_the_data_and_runs_only_the_convergence_tests(tmp_path):
+    """`pytest --data cifar10` (make test-cifar): a usage error naming `make data` without CIFAR-10;
+    with it, only tests marked convergence are selected (collected here: no data is read)."""
+    def collect(*files):
+        env = {**os.environ, "TRAINLAB_DATA": str(tmp_path), "TRAINLAB_WARM_START": "0"}
+        return subprocess.run([sys.executable, "-m", "pytest", "--data", "cifar10", "--collect-only", "-q",
+                               "-p", "no:cacheprovider", *files], cwd=paths.REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    missing = collect("tests/core/test_data.py")
+    assert missing.returncode == 4 and "--data cifar10" in missing.stderr and "make data" in missing.stderr, missing
+    (tmp_path / cifar.FOLDER).mkdir()
+    found = collect("tests/core/test_loop.py", "tests/core/test_data.py", "tests/memory/test_checks.py")
+    selected = [line for line in found.stdout.splitlines() if "::" in line]
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert {line.split("::")[0] for line in selected} == {"tests/core/test_loop.py", "tests/memory/test_checks.py"}
+    assert "tests/core/test_loop.py::test_reference_loop_learns" in selected
+    assert not any("test_record_round_trips" in line for line in selected)

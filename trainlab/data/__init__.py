@@ -27,13 +27,13 @@ from trainlab.data.cifar import DataError
 from trainlab.data.loaders import DeviceLoader, ImageDataset, augmentation_params, crop_flip, standard_transform
 
 __all__ = ["DATASETS", "DataConfig", "DataError", "DeviceLoader", "ImageDataset", "ImageSet", "augmentation_params",
-           "crop_flip", "data_root", "load_images", "standard_transform"]
+           "crop_flip", "data_root", "load_images", "resolve", "standard_transform"]
 DATASETS = ("auto", "cifar10", "synthetic")
 
 
 @dataclass(frozen=True)
 class DataConfig:
-    dataset: str = "auto"  # "auto": CIFAR-10 if on disk, else synthetic; or "cifar10" / "synthetic"
+    dataset: str = "auto"  # "auto": $TRAINLAB_DATASET if set, else CIFAR-10 if on disk, else synthetic
     root: str | None = None  # data folder; default $TRAINLAB_DATA or data/ in the repository
     n_train: int = 20_000  # synthetic set only: training images
     n_test: int = 4_000  # synthetic set only: test images
@@ -71,12 +71,11 @@ def load_images(cfg=DataConfig()):
     if cfg.dataset not in DATASETS:
         raise ValueError(f"dataset={cfg.dataset!r} is not known; use one of {DATASETS}")
     root = data_root(cfg)
-    if cfg.dataset == "cifar10" or (cfg.dataset == "auto" and cifar.is_present(root)):
+    if resolve(cfg.dataset, root) == "cifar10":
         if not cifar.is_present(root):
-            raise DataError(
-                f"dataset='cifar10' was asked for but {root / cifar.FOLDER} does not exist; "
-                "run `make data` where there is internet, or use dataset='synthetic'"
-            )
+            asked = "dataset='cifar10'" if cfg.dataset == "cifar10" else "TRAINLAB_DATASET=cifar10"
+            raise DataError(f"{asked} was asked for but {root / cifar.FOLDER} does not exist; "
+                            "run `make data` where there is internet, or use dataset='synthetic'")
         images = _cached_cifar(str(root))
     else:
         images = _cached_synthetic(str(root), cfg.n_train, cfg.n_test, cfg.seed)
@@ -84,6 +83,20 @@ def load_images(cfg=DataConfig()):
     if cap:
         images = replace(images, train_x=images.train_x[:int(cap)], train_y=images.train_y[:int(cap)])
     return images
+
+
+def resolve(dataset, root):
+    """The data set "auto" stands for: $TRAINLAB_DATASET when set (the test suite pins it: synthetic
+    for make test whatever is on disk, cifar10 for make test-cifar), else CIFAR-10 when it is under
+    root, else the synthetic set."""
+    if dataset != "auto":
+        return dataset
+    chosen = os.environ.get("TRAINLAB_DATASET")
+    if chosen:
+        if chosen not in DATASETS[1:]:
+            raise ValueError(f"TRAINLAB_DATASET={chosen!r} is not known; use one of {DATASETS[1:]} or unset it")
+        return chosen
+    return "cifar10" if cifar.is_present(root) else "synthetic"
 
 
 @functools.lru_cache(maxsize=2)

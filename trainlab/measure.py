@@ -79,6 +79,7 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
 
 
 CACHE = paths.BUILD / "measure-cache"
+NOT_THE_RUN = ("TRAINLAB_PROGRESS_DIR", "TRAINLAB_CRASH_LOG")  # where records go: a new folder per test session
 
 
 def _code_version():
@@ -91,11 +92,11 @@ def _code_version():
 
 
 def _cache_path(variant, device, max_train):
-    from trainlab.data import DataConfig, cifar, data_root
+    from trainlab.data import DataConfig, data_root, resolve
 
     run = {k: v for k, v in variant.items() if k not in ("name", "budget_s", "reference", "cache")}
-    environment = {k: v for k, v in os.environ.items() if k.startswith("TRAINLAB_")}
-    data = cifar.is_present(data_root(DataConfig()))  # real CIFAR-10 on disk, or the synthetic set
+    environment = {k: v for k, v in os.environ.items() if k.startswith("TRAINLAB_") and k not in NOT_THE_RUN}
+    data = resolve("auto", data_root(DataConfig()))  # real CIFAR-10 or the synthetic set
     key = json.dumps([run, str(device), max_train, environment, data, _code_version()], sort_keys=True, default=str)
     return CACHE / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 

@@ -144,6 +144,12 @@ def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_c
     with pytest.raises(AssertionError, match="started a child"):
         measure.run_variants([reference])
     monkeypatch.delenv("TRAINLAB_MAX_TRAIN")
+    monkeypatch.setenv("TRAINLAB_DATASET", "cifar10")  # another data set: another key (read before any data)
+    with pytest.raises(AssertionError, match="started a child"):
+        measure.run_variants([reference])
+    monkeypatch.setenv("TRAINLAB_DATASET", "synthetic")
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path / "records"))  # where verdicts go: the same run
+    assert measure.run_variants([reference])["solution"] == first
     monkeypatch.setattr(measure, "_code_version", lambda: "another version of the package")
     with pytest.raises(AssertionError, match="started a child"):
         measure.run_variants([reference])

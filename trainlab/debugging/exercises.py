@@ -396,6 +396,7 @@ EXERCISES = [
         )),
     LabExercise(
         "debugging/mem_1", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
+        max_steps=120,  # growth shows from the first steps; every kept graph slows the next (14 s for 200 on 2 cores)
         hints=(
             "Run `memory-per-step` and `time-split`: what changes from one step to the next?",
             "Growth every step means something keeps each step's autograd graph reachable: a "

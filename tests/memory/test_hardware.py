@@ -45,9 +45,12 @@ def test_an_all_reduce_across_two_ranks_takes_longer_for_more_bytes():
     result = hardware.allreduce_rows("cpu", world_size=2, sizes_mb=(0.25, 16))
     small, large = result["rows"]
     assert result["backend"] == "gloo" and result["world_size"] == 2
-    # 64x the bytes: more time, and a higher bus bandwidth (the fixed latency is spread over more
-    # bytes). Not a fixed time ratio: on 2 busy cores 64x the bytes took from 3.9x to 12x the time
-    assert large["seconds"] > 2 * small["seconds"] and large["busbw"] > 2 * small["busbw"] > 0
+    # 64x the bytes takes more time. No ratio is asserted: on 2 busy cores 64x the bytes took from
+    # 3.9x to 35x the time, and a fresh clone's run once measured the large size's bus bandwidth at
+    # only 1.8x the small one's (the benchmark, not a test, shows bandwidths)
+    assert large["seconds"] > small["seconds"] > 0 and large["bytes"] == 64 * small["bytes"]
+    for row in (small, large):  # bus bandwidth: what each link of the ring carried, 2(N-1)/N of the bytes
+        assert row["busbw"] == pytest.approx(row["bytes"] / row["seconds"] * 2 * (2 - 1) / 2)
 
 
 def test_elementwise_ops_sit_far_left_of_matmuls_and_under_the_memory_roof():

@@ -44,7 +44,7 @@ os.environ["TRAINLAB_CRASH_LOG"] = str(CRASH_LOG)
 OVER_BUDGET = 1.5  # under CI=true, an area may take at most this times its share (on a machine as fast)
 MAX_SLOWER = 2.5  # a machine taken as slower than this fails the budget whatever the areas' balance
 SECONDS = defaultdict(float)  # area -> seconds of setup, call and teardown in this session
-DURATIONS = defaultdict(float)  # test id -> seconds, written to build/test-durations-<matrix>.json
+DURATIONS = defaultdict(float)  # test id -> seconds, written to build/test-durations-<matrix>[-cifar10].json
 STARTED = time.perf_counter()
 
 
@@ -147,7 +147,8 @@ def whole_suite(config):
 
 def write_durations(mode):
     """Every test's seconds, slowest first: where to look when an area outgrows its share."""
-    out = BUILD / f"test-durations-{mode}.json"
+    data = "" if os.environ.get("TRAINLAB_DATASET") == "synthetic" else f"-{os.environ.get('TRAINLAB_DATASET')}"
+    out = BUILD / f"test-durations-{mode}{data}.json"  # make test-cifar's own file
     out.parent.mkdir(parents=True, exist_ok=True)
     ranked = dict(sorted(((k, round(v, 2)) for k, v in DURATIONS.items()), key=lambda kv: -kv[1]))
     out.write_text(json.dumps(ranked, indent=1) + "\n")

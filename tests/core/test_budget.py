@@ -3,9 +3,10 @@ that regresses on its own still stands out, and a machine past MAX_SLOWER gets n
 
 from tests.conftest import MAX_SLOWER, OVER_BUDGET, budget, machine_speed
 
-# A fresh 2-core machine measured on 2026-12-02 ran every area 1.75-2.4x its share (median 1.98; bfloat16
-# autocast is slow on its AVX2 cores). The suite has changed since, so its seconds no longer compare: a machine
-# like it is today's shares times ratios spread over that range, median 1.98 (which area got which is arbitrary)
+# The gate's arithmetic on a machine like the fresh 2-core one measured on 2026-12-02, which ran every area
+# 1.75-2.4x its share (median 1.98; bfloat16 autocast is slow on its AVX2 cores). The suite has changed since, so
+# its seconds no longer compare: the machine is today's shares times ratios spread over that range (which area
+# got which is arbitrary; conftest's median of these eight is about 2.0)
 SLOW_RATIOS = {"debugging": 2.4, "fsdp": 1.75, "drill": 2.1, "kernels": 1.9, "sparse": 1.98, "exercises": 2.2,
                "core": 1.8, "start": 2.3}
 SLOW_MACHINE = {area: ratio * budget()[area] for area, ratio in SLOW_RATIOS.items()}

@@ -209,18 +209,21 @@ def test_channel_statistics_from_histograms_equal_numpys_over_every_pixel():
 
 
 def test_make_test_cifar_needs_the_data_and_runs_only_the_convergence_tests(tmp_path):
-    """`pytest --data cifar10` (make test-cifar): a usage error naming `make data` without CIFAR-10;
-    with it, only tests marked convergence are selected (collected here: no data is read)."""
-    def collect(*files):
+    """`pytest --data cifar10` (make test-cifar): a usage error naming `make data` without CIFAR-10, and
+    one naming the file when a file is missing; with it, only tests marked convergence are selected
+    (collected here: a collect-only run reads no data)."""
+    def pytest_cifar(*args):
         env = {**os.environ, "TRAINLAB_DATA": str(tmp_path), "TRAINLAB_WARM_START": "0"}
-        return subprocess.run([sys.executable, "-m", "pytest", "--data", "cifar10", "--collect-only", "-q",
-                               "-p", "no:cacheprovider", *files], cwd=paths.REPO, env=env,
-                              capture_output=True, text=True, timeout=120)
+        env.pop("PYTEST_ADDOPTS", None)  # the options of the run around this one are not this run's
+        return subprocess.run([sys.executable, "-m", "pytest", "--data", "cifar10", "-q", "-p", "no:cacheprovider",
+                               *args], cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=120)
 
-    missing = collect("tests/core/test_data.py")
+    missing = pytest_cifar("--collect-only", "tests/core/test_data.py")
     assert missing.returncode == 4 and "--data cifar10" in missing.stderr and "make data" in missing.stderr, missing
-    (tmp_path / cifar.FOLDER).mkdir()
-    found = collect("tests/core/test_loop.py", "tests/core/test_data.py", "tests/memory/test_checks.py")
+    (tmp_path / cifar.FOLDER).mkdir()  # present, but without its files: verified before any test runs
+    corrupt = pytest_cifar("tests/core/test_data.py")
+    assert corrupt.returncode == 4 and "data_batch_1 is missing" in corrupt.stderr, corrupt
+    found = pytest_cifar("--collect-only", "tests/core/test_loop.py", "tests/core/test_data.py", "tests/memory/test_checks.py")
     selected = [line for line in found.stdout.splitlines() if "::" in line]
     assert found.returncode == 0, found.stdout + found.stderr
     assert {line.split("::")[0] for line in selected} == {"tests/core/test_loop.py", "tests/memory/test_checks.py"}

@@ -63,6 +63,7 @@ def test_curves_stream_while_a_run_trains():
     assert all(n > 0 for n in report["grad_norms"])
 
 
+@pytest.mark.convergence
 def test_panel_draws_finished_runs_and_the_one_in_flight():
     panel = HypothesisPanel("start/warmup", max_steps=60)
     shipped, fixed = panel.run([])["accuracy"], panel.run(panel.lab_fixes)["accuracy"]

@@ -52,6 +52,7 @@ def warmup_verdicts(request):
     return exercise.verdicts({entry.name: entry.edit.apply(LAB) for entry in entries})
 
 
+@pytest.mark.convergence
 @matrix.parametrize(LAB)
 def test_warmup_corpus(warmup_verdicts, exercise, entry):
     matrix.assert_expected(entry, warmup_verdicts[entry.name])

@@ -49,8 +49,16 @@ def test_an_all_reduce_across_two_ranks_takes_longer_for_more_bytes():
     # 3.9x to 35x the time, and a fresh clone's run once measured the large size's bus bandwidth at
     # only 1.8x the small one's (the benchmark, not a test, shows bandwidths)
     assert large["seconds"] > small["seconds"] > 0 and large["bytes"] == 64 * small["bytes"]
-    for row in (small, large):  # bus bandwidth: what each link of the ring carried, 2(N-1)/N of the bytes
-        assert row["busbw"] == pytest.approx(row["bytes"] / row["seconds"] * 2 * (2 - 1) / 2)
+    for row in (small, large):
+        assert row["algbw"] == pytest.approx(row["bytes"] / row["seconds"])
+        assert row["busbw"] == pytest.approx(hardware.bus_bandwidth(row["algbw"], 2))
+
+
+def test_bus_bandwidth_is_what_each_link_of_a_ring_carries():
+    # nccl-tests' convention: an all-reduce over N ranks moves 2(N-1)/N of the buffer over every link
+    assert hardware.bus_bandwidth(1e9, 2) == 1e9
+    assert hardware.bus_bandwidth(1e9, 4) == pytest.approx(1.5e9)
+    assert hardware.bus_bandwidth(1e9, 8) == pytest.approx(1.75e9)
 
 
 def test_elementwise_ops_sit_far_left_of_matmuls_and_under_the_memory_roof():

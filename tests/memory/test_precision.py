@@ -6,6 +6,8 @@ import torch
 
 from trainlab.memory import precision
 
+pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
+
 
 def test_the_formats_limits_are_the_ieee_and_ocp_ones():
     rows = {r["format"]: r for r in precision.formats()}

@@ -73,9 +73,10 @@ def load_images(cfg=DataConfig()):
     root = data_root(cfg)
     if resolve(cfg.dataset, root) == "cifar10":
         if not cifar.is_present(root):
+            other = "use dataset='synthetic'" if cfg.dataset == "cifar10" else "set TRAINLAB_DATASET=synthetic (or unset it)"
             asked = "dataset='cifar10'" if cfg.dataset == "cifar10" else "TRAINLAB_DATASET=cifar10"
             raise DataError(f"{asked} was asked for but {root / cifar.FOLDER} does not exist; "
-                            "run `make data` where there is internet, or use dataset='synthetic'")
+                            f"run `make data` where there is internet, or {other}")
         images = _cached_cifar(str(root))
     else:
         images = _cached_synthetic(str(root), cfg.n_train, cfg.n_test, cfg.seed)

@@ -94,14 +94,20 @@ def pytest_collection_modifyitems(config, items):
     mode, real_data = config.getoption("matrix"), config.getoption("data") == "cifar10"
     keep, drop = [], []
     for item in items:
-        full, exhaustive, convergence = (item.get_closest_marker(m) is not None
-                                         for m in ("full", "exhaustive", "convergence"))
-        wanted = (True if mode == "full" else full and not exhaustive if mode == "rest"
-                  else not full and not exhaustive)
-        (keep if wanted and (convergence or not real_data) else drop).append(item)
+        wanted = _in_matrix(item, mode) and (not real_data or item.get_closest_marker("convergence") is not None)
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _in_matrix(item, mode):
+    """Whether --matrix mode runs item: full runs everything, rest what is marked full (not
+    exhaustive), sample what is marked neither."""
+    if mode == "full":
+        return True
+    full, exhaustive = (item.get_closest_marker(m) is not None for m in ("full", "exhaustive"))
+    return full and not exhaustive if mode == "rest" else not full and not exhaustive
 
 
 def area(nodeid):

@@ -22,6 +22,9 @@ from trainlab.paths import BUILD, NOTEBOOKS, REPO
 
 SHOTS = BUILD / "browser"
 NOTEBOOK_NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+# a %%lab cell's verdict line; module 01 grades the stated diagnosis apart ("Diagnosis not stated, fix not attempted yet:")
+VERDICT = re.compile(r"\[[\w/]+\] ([^:\n]*, fix )?(not attempted yet|correct|incorrect):", re.I)
+INSERTS_CELLS = re.compile(r"^\s*(\w+\.open\(\)|%lab_open )", re.M)  # set_next_input: a cell below
 
 
 @pytest.fixture(scope="session")
@@ -109,8 +112,18 @@ class Session:
         raise AssertionError(f"{self.name}: no cell matches {pattern!r}")
 
     def run_all(self, timeout=300):
+        """Run every code cell in order. A cell that inserts cells below itself (`interview.open()`,
+        `%lab_open`: set_next_input) shifts the rest; the inserted cells are run too, as a learner would."""
+        shift = 0
         for i in self.code_cells():
-            self.nb.run(i, timeout=timeout)
+            count = self.nb.cells.count()
+            self.nb.run(i + shift, timeout=timeout)
+            if INSERTS_CELLS.search(self.shipped[i].source):
+                wait_for(lambda: self.nb.cells.count() > count, timeout=10, message=f"cell {i} to insert a cell")
+            added = self.nb.cells.count() - count
+            for j in range(added):
+                self.nb.run(i + shift + 1 + j, timeout=timeout)
+            shift += added
 
     def shot(self, what, index=None, output=True):
         self.nb.screenshot(SHOTS / f"{self.stem}-{what}.png", index, output)
@@ -278,7 +291,7 @@ def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     exercise_cells = [i for i in s.code_cells() if s.nb.source(i).startswith("%%lab ")]
     assert exercise_cells, f"{name}: no %%lab cell among its browser cells"
     for lab in exercise_cells:
-        assert re.search(r"\[[\w/]+\] (Not attempted yet|Correct|Incorrect)", s.nb.output_text(lab)), \
+        assert VERDICT.search(s.nb.output_text(lab)), \
             s.nb.output_text(lab)[-800:]
     assert "hint 1/" in s.nb.output_text(s.index(r"\.hint\(\)"))
     s.assert_no_errors()
@@ -291,3 +304,11 @@ def test_every_cell_runs_in_the_browser(open_notebook, name):
     s = open_notebook(name, whole=True)
     s.run_all(timeout=600)
     s.assert_no_errors()
+    cells = s.nb.saved().cells
+    inserted = len(cells) - len(s.shipped)
+    assert inserted == sum(bool(INSERTS_CELLS.search(c.source)) for c in s.shipped), "a cell that opens a lab inserted none"
+    for i, cell in enumerate(cells):  # the shipped %%lab cells and those inserted: each judged, with its verdict
+        if cell.cell_type == "code" and cell.source.startswith("%%lab "):
+            text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) + str(o.get("data", {}).get("text/markdown", ""))
+                           for o in cell.get("outputs", []))
+            assert VERDICT.search(text), f"{name}: %%lab cell {i} shows no verdict: {text[-400:]!r}"

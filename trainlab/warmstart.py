@@ -58,6 +58,8 @@ import random
 random.seed()  # seeded once in the server: each child draws its own, as a fresh interpreter does
 if "numpy.random" in sys.modules:  # torch._dynamo imports it
     sys.modules["numpy.random"].seed()
+import multiprocessing
+multiprocessing.set_start_method(None, force=True)  # the server's forkserver leaks in: a fresh interpreter's default
 import torch
 if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # the server read its own at import
     torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))

@@ -17,7 +17,9 @@ PROBE = """
 import json, os, sys
 print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_VALUE"),
                   "path0": sys.path[0], "name": __name__, "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
-                  "trainlab": __import__("trainlab").__file__}))
+                  "trainlab": __import__("trainlab").__file__,
+                  # what a DataLoader's workers start with: fork, as in a fresh interpreter, not the warm server's forkserver
+                  "start_method": __import__("multiprocessing").get_start_method(allow_none=True)}))
 print("to stderr", file=sys.stderr)
 sys.exit(int(sys.argv[1]))
 """

@@ -227,14 +227,15 @@ def findings(rows):
 
 
 def run(device="auto", steps=20, images_per_epoch=2048, profiled=5, compile=True, folder=None, timeout=900.0,
-        only=None):
-    """The ladder in a child process (`only`: the indices of the rungs to run, default all); returns
-    its rows (annotate()d: each against the previous row run). Traces go to folder."""
+        only=None, width=32):
+    """The ladder in a child process (`only`: the indices of the rungs to run, default all; `width`: the
+    CNN's, 16 for a quick run); returns its rows (annotate()d: each against the previous row run).
+    Traces go to folder."""
     folder = Path(folder or Path.cwd() / "build" / "ladder")
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "ladder.json"
     args = ["--device", str(device), "--steps", steps, "--images-per-epoch", images_per_epoch, "--profiled", profiled,
-            "--out", out]
+            "--width", width, "--out", out]
     args += [] if compile else ["--no-compile"]
     args += ["--only", *only] if only else []
     result = runner.run_python(module="trainlab.debugging.ladder", args=args,
@@ -250,6 +251,7 @@ def main(argv=None):
     p.add_argument("--images-per-epoch", type=int, default=2048)
     p.add_argument("--profiled", type=int, default=5, help="profiled steps per rung (after 2 warm-up steps)")
     p.add_argument("--no-compile", action="store_true", help="leave out the torch.compile rung (its cold compile)")
+    p.add_argument("--width", type=int, default=32, help="the CNN's width (channels of its first layer)")
     p.add_argument("--only", type=int, nargs="+", help="run only the rungs with these indices")
     p.add_argument("--out", type=Path, required=True, help="JSON with the rows; traces beside it")
     args = p.parse_args(argv)
@@ -262,9 +264,9 @@ def main(argv=None):
         if args.only and i not in args.only:
             continue
         rows.append(measure(rung, images, device, args.steps, args.images_per_epoch,
-                            args.out.parent / f"rung{i:02d}.json", profiled=args.profiled))
+                            args.out.parent / f"rung{i:02d}.json", profiled=args.profiled, width=args.width))
         print(f"{rung.name:48s} {rows[-1]['images_per_s']:8.0f} images/s", flush=True)
-    payload = {"device": str(device), "data": images.source, "batch": BATCH, "steps": args.steps,
+    payload = {"device": str(device), "data": images.source, "batch": BATCH, "width": args.width, "steps": args.steps,
                "images_per_epoch": args.images_per_epoch, "rows": annotate(rows)}
     atomic.write_text(args.out, json.dumps(payload, indent=1))
 

@@ -80,7 +80,7 @@ try:
         sys.modules.pop(spec["module"], None)  # preloaded: run it afresh as __main__, as `python -m` does
         runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
     else:
-        runpy.run_path(spec["argv"][0], run_name="__main__")
+        runpy.run_path(os.path.abspath(spec["argv"][0]), run_name="__main__")  # __file__ absolute, as python does
 except SystemExit as exc:
     if exc.code is None or isinstance(exc.code, int):
         code = exc.code or 0
@@ -94,6 +94,8 @@ except BaseException as exc:
     traceback.print_exception(type(exc), exc, tb)
     code = 1
 try:
+    import threading
+    threading._shutdown()  # wait for the script's non-daemon threads, as finalisation does before the atexit handlers
     atexit._run_exitfuncs()
 finally:
     sys.stdout.flush()

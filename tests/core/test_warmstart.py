@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not warmstart.enabled(), reason="warm start is L
 
 PROBE = """
 import json, os, sys
-print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_VALUE"),
+print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PROBE_VALUE"), "file": __file__,
                   "path0": sys.path[0], "name": __name__, "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
                   "trainlab": __import__("trainlab").__file__,
                   # what a DataLoader's workers start with: fork, as in a fresh interpreter, not the warm server's forkserver
@@ -37,16 +37,29 @@ def run_both(monkeypatch, **kwargs):
     return warm, cold
 
 
-@pytest.mark.parametrize("how", ["path", "module"])
+@pytest.mark.parametrize("how", ["path", "relative path", "module"])
 def test_a_warm_child_sees_what_a_fresh_interpreter_sees(tmp_path, monkeypatch, how):
     (tmp_path / "probe_module.py").write_text(PROBE)
-    target = {"path": tmp_path / "probe_module.py"} if how == "path" else {"module": "probe_module"}
+    target = {"path": {"path": tmp_path / "probe_module.py"}, "relative path": {"path": "probe_module.py"},
+              "module": {"module": "probe_module"}}[how]
     warm, cold = run_both(monkeypatch, **target, args=["3", "x y"], env={"PROBE_VALUE": "42"}, cwd=tmp_path)
     assert warm.returncode == cold.returncode == 3
     assert observed(warm) == observed(cold)
     assert observed(warm)["argv"] == ["3", "x y"] and observed(warm)["env"] == "42"
     assert observed(warm)["name"] == "__main__" and observed(warm)["path0"] == str(tmp_path)
     assert "to stderr" in warm.output and "to stderr" in cold.output
+
+
+def test_a_warm_child_waits_for_its_non_daemon_threads_as_python_does(tmp_path, monkeypatch):
+    # a checkpoint saved on a background thread after the main thread returns must still be written
+    source = ("import os, threading, time\n"
+              "def save():\n    time.sleep(0.5)\n"
+              "    open('saved-warm-' + os.environ.get('TRAINLAB_WARM_START', '1'), 'w').write('done')\n"
+              "threading.Thread(target=save).start()\n")
+    warm, cold = run_both(monkeypatch, source=source, cwd=tmp_path)
+    assert warm.returncode == cold.returncode == 0, warm.output + cold.output
+    assert (tmp_path / "saved-warm-0").read_text() == "done"  # the fresh interpreter waited
+    assert (tmp_path / "saved-warm-1").exists(), "the warm child exited before its thread saved"
 
 
 def test_a_warm_child_starts_with_torch_already_imported(monkeypatch):

@@ -119,7 +119,10 @@ class Session:
             count = self.nb.cells.count()
             self.nb.run(i + shift, timeout=timeout)
             if INSERTS_CELLS.search(self.shipped[i].source):
-                wait_for(lambda: self.nb.cells.count() > count, timeout=10, message=f"cell {i} to insert a cell")
+                try:  # JupyterLab inserts only when the cell succeeded: a failure names what the cell printed
+                    wait_for(lambda: self.nb.cells.count() > count, timeout=10, message=f"cell {i} to insert a cell")
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}; its output:\n{self.nb.output_text(i + shift)[-600:]}") from None
             added = self.nb.cells.count() - count
             for j in range(added):
                 self.nb.run(i + shift + 1 + j, timeout=timeout)

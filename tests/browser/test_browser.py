@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from tests.browser.jupyterlab import LabServer, NotebookPage, find_chromium, workspace_copy
+from tests.notebook_run import texts
 from trainlab import labs
 from trainlab.paths import BUILD, NOTEBOOKS, REPO
 
@@ -312,6 +313,5 @@ def test_every_cell_runs_in_the_browser(open_notebook, name):
     assert inserted == sum(bool(INSERTS_CELLS.search(c.source)) for c in s.shipped), "a cell that opens a lab inserted none"
     for i, cell in enumerate(cells):  # the shipped %%lab cells and those inserted: each judged, with its verdict
         if cell.cell_type == "code" and cell.source.startswith("%%lab "):
-            text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) + str(o.get("data", {}).get("text/markdown", ""))
-                           for o in cell.get("outputs", []))
+            text = texts(nbformat.v4.new_notebook(cells=[cell]))
             assert VERDICT.search(text), f"{name}: %%lab cell {i} shows no verdict: {text[-400:]!r}"

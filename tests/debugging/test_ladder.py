@@ -33,7 +33,8 @@ SAMPLE = [0, 1, 2, next(i for i, r in enumerate(CPU_RUNGS) if r.data == "device"
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    # 2048 images an epoch and width 16, as notebook 01's smoke run: with 256 images, the loader's workers restart every few steps (2.5x slower)
+    # 2048 images an epoch and width 16, as notebook 01's smoke run: with 256 images an epoch, the
+    # loader's workers restart every few steps (2.5x slower)
     return ladder.run("cpu", steps=4, images_per_epoch=2048, profiled=2, compile=False, width=16,
                       folder=tmp_path_factory.mktemp("ladder"), timeout=300, only=SAMPLE)
 

@@ -128,6 +128,15 @@ def assert_learner_checks_not_attempted(nb, name):
     assert labs and sorted(shown) == sorted(labs), shown
     for lab, text in shown.items():
         assert "not attempted yet" in text.lower(), (lab, text)
+    assert_locked_cells_stay_locked(nb)
+
+
+def assert_locked_cells_stay_locked(nb):
+    """Every cell that explains a fix (a `trainlab.checks.unlock` call) said it is locked: no lab passed."""
+    locked = [c for c in nb.cells if c.cell_type == "code" and "trainlab.checks.unlock(" in c.source]
+    for cell in locked:
+        shown = texts(nbformat.v4.new_notebook(cells=[cell]))
+        assert shown.startswith("*Locked:"), (cell.source, shown[:300])
 
 
 # ---------------------------------------------------------------- the tests each module imports

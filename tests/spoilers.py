@@ -8,9 +8,16 @@ contain its answer:
 - a fix marker (`# BUG`, `#+`);
 - a fixed-code line: a line the fix adds that is not in the shipped script and is at least 20
   characters long.
-It scans markdown, code and - for an executed notebook - every cell's text outputs. Causes
-shared with a lab whose answer was already asked for earlier in the notebook are not spoilers
-any more.
+It scans markdown, code and - for an executed notebook - every cell's text outputs (a widget's
+text form lists its labels: the hypothesis panel's toggles, a form's choices). A text that lists
+every question of the cause menu is a menu, not an answer. It also reads
+- the order of cells: no code cell on the way (outside the lab's own `%%lab` cell) runs a lab's
+  fix - what explains a fix is locked (`trainlab.checks.unlock`) until the fix passes;
+- the files a notebook names: a lab script it points to must be the learner's clean copy
+  (`work/labs/...`, checked by `scan_file`), and nothing may point the learner at a file that
+  holds answers (`docs/`, `solutions/`, the lab sources with their headers, `benchmarks/`).
+Causes shared with a lab whose answer was already asked for earlier in the notebook are not
+spoilers any more.
 """
 
 import functools
@@ -20,7 +27,10 @@ from trainlab import drill, labs
 from trainlab.checks import exercises
 from trainlab.doctor.causes import CAUSES
 
-REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(|\.reveal\(")
+# a cell that asks for the answer in code; `unlock(...)` and `interview.reveal()` are gates, asking only with ask=True
+REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(|\bask\s*=\s*True")
+RUNS_A_FIX = re.compile(r"\bfixed\s*=\s*(?!False\b|None\b|\(\)|set\(\))")  # labs.source(name, fixed=...) with a fix
+NAMED_FILE = re.compile(r"(?<![\w/.-])((?:labs|docs|solutions|benchmarks|notebooks|work)/[\w./-]*\w)")
 DRILL = re.compile(r"\bdrill/(\d+)(?![\w-])")  # a drill a cell made at run time (trainlab.drill), named in its output
 BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
 MARKER = re.compile(r"#\s*BUG\b|^\s*#\+", re.M)
@@ -74,6 +84,37 @@ def cell_texts(cell):
                 yield f"output {mime}", value if isinstance(value, str) else "".join(value)
 
 
+HEADER = re.compile(r"^#\|", re.M)
+QUESTIONS = [c.question for c in CAUSES.values()]
+
+
+def _learners_file(path):
+    """A path a notebook may point the learner to: a clean lab script in their root (`labs/...py`,
+    which `make lab` writes from the lab), or a folder of them."""
+    path = path.removeprefix("work/")
+    if not path.startswith("labs/"):
+        return False
+    stem = path.removeprefix("labs/").removesuffix(".py").rstrip("/")
+    return stem in labs.names() or any(n.startswith(stem + "/") for n in labs.names())
+
+
+def scan_file(text, label=""):
+    """[problem, ...] for a file a learner can open outside the notebooks (a lab script in their root,
+    a drill written to disk): it holds no lab's answer in any form - a `#|` header, a fix marker, a
+    cause id of any lab or the words of a cause's explanation."""
+    problems = []
+    for pattern, what in ((HEADER, "a lab header line"), (MARKER, "a fix marker")):
+        if pattern.search(text):
+            problems.append(f"{label}: {what}: {pattern.search(text).group(0)!r}")
+    for name in labs.names():
+        for cause in labs.get(name).causes.values():
+            if re.search(rf"(?<![\w-]){re.escape(cause.id)}(?![\w-])", text):
+                problems.append(f"{label}: cause id {cause.id!r} (of {name})")
+            if cause.explanation[:60] in text:
+                problems.append(f"{label}: {name}'s explanation of {cause.id}")
+    return problems
+
+
 def scan(nb, label=""):
     """[problem, ...]: every answer shown before the learner asked for it."""
     problems, revealed = [], set()
@@ -92,13 +133,22 @@ def scan(nb, label=""):
                 problems.append(f"{at}: a fix marker: {MARKER.search(text).group(0)!r}")
             if CATEGORY_LIST.search(text):
                 problems.append(f"{at}: a category list: {CATEGORY_LIST.search(text).group(0)!r}")
+            menu = all(q in text for q in QUESTIONS)  # the whole menu names every cause alike
+            generated = "generated-notice" in cell.get("metadata", {}).get("tags", [])  # replaced in the learner's copy
+            if (cell.cell_type == "markdown" and not generated) or where.startswith("output"):
+                problems += [f"{at}: names {path!r}, a file that holds answers"
+                             for path in NAMED_FILE.findall(text) if not _learners_file(path)]
             for name in hidden:
                 causes, lines = answers[name]
+                short = name.split("/")[1]
+                if (where == "source" and cell.cell_type == "code" and not script and RUNS_A_FIX.search(text)
+                        and (f'"{name}"' in text or f'"{short}"' in text)):
+                    problems.append(f"{at}: runs {name}'s fix on the learner's way through the notebook (lock it)")
                 for cause in sorted(causes - public):
                     if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text):
                         problems.append(f"{at}: cause id {cause!r} of {name}, before its hint")
                     question = CAUSES[cause].question if cause in CAUSES else None
-                    if question and question in text:
+                    if question and question in text and not menu:
                         problems.append(f"{at}: the question that tests {name}'s cause, before its hint: {question!r}")
                 for line in sorted(lines - public_lines):
                     if line in text and not script:  # a shipped script shares boilerplate with other labs' fixes

@@ -5,7 +5,11 @@
 - a `%%lab NAME` cell holds the lab's shipped script (from `labs/NAME.py`; in the
   solution notebook the same cell holds the fixed script, also regenerated here);
 - lines between `# BEGIN SOLUTION` and `# END SOLUTION` become a `# YOUR CODE HERE` prompt;
+  lines between `# BEGIN SOLUTION ONLY` and `# END SOLUTION ONLY` go, with no prompt (what the
+  solution does in code where the learner uses a widget or an inserted cell);
 - markdown cells tagged `solution` become an answer prompt;
+- cells tagged `opens-after:<lab>` (they explain or run that lab's fix) become a call that shows
+  them once the lab's check passed in the kernel (`trainlab.checks.locks`);
 - check calls, hints and everything else are kept;
 - a first cell says which solution it was generated from.
 Committed notebooks carry no outputs. `python -m trainlab.notebooks --check` lists stale
@@ -23,6 +27,19 @@ from trainlab import labs, paths
 REPO, SOLUTIONS, NOTEBOOKS = paths.REPO, paths.SOLUTIONS, paths.NOTEBOOKS
 LAB_CELL = re.compile(r"^%%lab\s+(\S+)")
 GENERATED_TAG = "generated-notice"
+LOCK_TAG = "opens-after:"  # a solution cell that explains or runs a lab's fix: `opens-after:debugging/slow_3`
+
+
+def opens_after(cell):
+    """The labs a notebook cell waits for (its `opens-after:` tags); empty when it is not locked."""
+    return [t[len(LOCK_TAG):] for t in cell.get("metadata", {}).get("tags", []) if t.startswith(LOCK_TAG)]
+
+
+def locked_cell(notebook, cell):
+    """The code that stands in a learner notebook for a locked solution cell (trainlab.checks.locks)."""
+    waits = " and ".join(opens_after(cell))
+    return (f"# Opens once your fix of {waits} passes in this kernel (run this cell again then), or now with ask=True.\n"
+            f"trainlab.checks.unlock({notebook!r}, {cell.get('id')!r})")
 
 
 def lab_cell_source(cell_source, fixed):
@@ -46,14 +63,15 @@ def _replace_solution_blocks(source):
     out, inside = [], False
     for line in source.splitlines():
         stripped = line.strip()
-        if stripped == "# BEGIN SOLUTION":
+        if stripped in ("# BEGIN SOLUTION", "# BEGIN SOLUTION ONLY"):
             inside = True
-            out.append(line[: len(line) - len(line.lstrip())] + "# YOUR CODE HERE")
-        elif stripped == "# END SOLUTION":
+            if stripped == "# BEGIN SOLUTION":
+                out.append(line[: len(line) - len(line.lstrip())] + "# YOUR CODE HERE")
+        elif stripped in ("# END SOLUTION", "# END SOLUTION ONLY"):
             inside = False
         elif not inside:
             out.append(line)
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n")
 
 
 def solution_version(nb):
@@ -69,7 +87,10 @@ def learner_version(nb, solution_path):
     cells = []
     for cell in learner.cells:
         tags = cell.metadata.get("tags", [])
-        if cell.cell_type == "code" and LAB_CELL.match(cell.source):
+        if opens_after(cell):
+            cell = nbformat.v4.new_code_cell(locked_cell(solution_path.stem, cell), id=cell.id)
+            cell.metadata["tags"] = ["locked"]
+        elif cell.cell_type == "code" and LAB_CELL.match(cell.source):
             cell.source = lab_cell_source(cell.source, fixed=False)
         elif cell.cell_type == "code":
             cell.source = _replace_solution_blocks(cell.source)

@@ -13,5 +13,14 @@ SOLUTIONS = REPO / "solutions"  # solution notebooks: the source of truth
 NOTEBOOKS = REPO / "notebooks"  # learner notebooks, generated from SOLUTIONS
 DATA = REPO / "data"  # CIFAR-10 and the synthetic-set cache (git-ignored)
 BUILD = REPO / "build"  # executed notebooks, screenshots, other outputs (git-ignored)
+WORK = REPO / "work"  # the learner's root: working copies and clean lab scripts (git-ignored; trainlab.workspace)
 PIN_FILE = REPO / "requirements.txt"  # the one pin file
 CACHE = Path(os.environ.get("TRAINLAB_CACHE", Path.home() / ".cache" / "trainlab"))  # venv, compile caches
+
+
+def outputs(*parts):
+    """A folder for files a notebook links to (profiler traces): inside the learner's root when the
+    kernel runs there (JupyterLab serves nothing outside it), else under build/."""
+    cwd = Path.cwd().resolve()
+    base = WORK / "output" if cwd == WORK or WORK in cwd.parents else BUILD
+    return base.joinpath(*parts)

@@ -16,6 +16,7 @@ import math
 
 from trainlab.display import say, show_widget
 
+
 class Prediction:
     def __init__(self, key, question, unit="", given=None):
         self.key, self.question, self.unit = key, question, unit
@@ -90,7 +91,9 @@ class Prediction:
         def on_click(_):
             try:
                 self.submit(box.value)
-                button.disabled, box.disabled, note.value = True, True, ""
+                button.disabled, box.disabled = True, True
+                note.value = (f"Recorded: {self.value:g} {self.unit}." + ("" if self.measured is not None else
+                              " The measurement appears here once the cells below it run."))
             except ValueError as exc:
                 note.value = str(exc)
 

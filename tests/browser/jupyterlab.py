@@ -2,13 +2,14 @@
 Playwright, and a notebook page whose cells are run, read and operated as a learner would.
 
     with LabServer(root) as server:
-        nb = NotebookPage(browser.new_page(), server, "work/00_start_here.ipynb")
+        nb = NotebookPage(browser.new_page(), server, "00_start_here.ipynb")
         nb.run(3)                  # click the cell, Ctrl+Enter, wait for its execution count
         nb.cell(3).locator("button:has-text('Train')").click()
         nb.errors()                # the cells that raised, read from the saved notebook
 
-The server's notebook list is windowed off (every cell stays in the page, so a cell far down is
-there to click) and its news prompt is off; nothing else differs from `make lab`.
+The server's root is a learner root as `make lab` makes it (`trainlab.workspace.sync`: the clean lab
+scripts beside the notebooks). Its notebook list is windowed off (every cell stays in the page, so a
+cell far down is there to click); nothing else differs from `make lab`.
 """
 
 import json
@@ -28,9 +29,7 @@ import papermill.parameterize
 
 from trainlab import runner, workspace
 
-SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-            "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                                "checkForUpdates": False}}
+SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
 EXECUTED = re.compile(r"\[(\d+)\]")
 
 
@@ -44,12 +43,14 @@ def find_chromium():
 
 class LabServer:
     """`make lab`'s server (trainlab.workspace.lab_command) on a free port with a known token,
-    serving `root`; stopped with its whole process tree (kernels included) on exit."""
+    serving `root` as the learner's root; stopped with its whole process tree (kernels included) on exit."""
 
-    def __init__(self, root, first_notebook=None, start_timeout=90):
+    def __init__(self, root, first_notebook=None, start_timeout=90, token=True):
+        """token=None starts it as make lab does, with a token the server draws (and prints)."""
         self.root, self.first, self.start_timeout = Path(root), first_notebook, start_timeout
-        self.port, self.token = runner.free_port(), secrets.token_hex(16)
-        self.log = self.root / "jupyter-server.log"
+        self.port = runner.free_port()
+        self.token = secrets.token_hex(16) if token else None
+        self.log = self.root / ".jupyter-server.log"  # hidden: not one of the learner's files
         self.proc = None
 
     @property
@@ -57,6 +58,7 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
+        workspace.sync(self.root, notebooks=self.root / ".no-notebooks")  # the clean lab scripts, as make lab writes them
         settings = self.root / ".jupyter-settings"
         for name, value in SETTINGS.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,7 @@ class LabServer:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited with code {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            if self.status(token=self.token) == 200:
+            if self.status(token=self.token) in ((200,) if self.token else (200, 403)):
                 return self
             time.sleep(0.3)
         self.__exit__()
@@ -103,15 +105,15 @@ class LabServer:
 
 
 def workspace_copy(notebook, root, cells=None, **parameters):
-    """Copy a learner notebook into root/work/, keeping only `cells` (indices into the shipped
-    notebook) when given, its parameters injected by papermill (a cell after the parameters
+    """Copy a learner notebook into the learner root `root`, keeping only `cells` (indices into the
+    shipped notebook) when given, its parameters injected by papermill (a cell after the parameters
     cell, as `make test` runs it). Returns the copy's path relative to root."""
     nb = papermill.iorw.load_notebook_node(str(notebook))
     if cells is not None:
         nb.cells = [nb.cells[i] for i in cells]
     if parameters:
         nb = papermill.parameterize.parameterize_notebook(nb, parameters)
-    target = Path(root) / "work" / Path(notebook).name
+    target = Path(root) / Path(notebook).name
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return target.relative_to(root).as_posix()

@@ -167,7 +167,7 @@ def wait_for(predicate, timeout=30, message="condition"):
 
 
 def test_make_lab_serves_127_0_0_1_only_and_refuses_requests_without_the_token(tmp_path):
-    first = workspace_copy(NOTEBOOKS / "00_start_here.ipynb", tmp_path)  # make lab opens work/00_start_here.ipynb
+    first = workspace_copy(NOTEBOOKS / "00_start_here.ipynb", tmp_path)  # make lab opens 00_start_here.ipynb
     with LabServer(tmp_path, first) as server:
         assert server.status(token=server.token) == 200
         for path in ("/api/status", "/api/contents", "/api/kernels", "/api/terminals"):
@@ -179,6 +179,45 @@ def test_make_lab_serves_127_0_0_1_only_and_refuses_requests_without_the_token(t
         if other:  # the machine's own address on the network: nothing answers there
             assert server.status(token=server.token, host=other) is None, f"the server answers on {other}"
     assert "-m trainlab.workspace --open" in (REPO / "Makefile").read_text()  # make lab starts this same command
+
+
+def test_make_lab_lands_on_the_first_notebook_and_shows_only_the_learners_files(tmp_path, browser):
+    """The URL make lab prints opens 00 (not the Launcher); the file browser lists the learner's notebooks
+    and clean lab scripts - no solutions/, docs/ or labs with their answers - and no news prompt shows."""
+    first = workspace_copy(NOTEBOOKS / "00_start_here.ipynb", tmp_path)
+    with LabServer(tmp_path, first, token=None) as server:
+        printed = wait_for_value(lambda: re.search(r"http://127\.0\.0\.1:\d+/\S+", server.log.read_text()), timeout=30,
+                                 message="the server to print its URL")
+        url = printed.group(0)
+        assert "/lab/tree/00_start_here.ipynb?token=" in url, url
+        log = server.log.read_text()
+        assert "Skipped non-installed server" not in log, "the log lists language servers the learner never asked for"
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            page.goto(url)
+            page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
+            current = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").first.inner_text()
+            assert "00_start_here.ipynb" in current, f"make lab's URL opened {current!r}, not the first notebook"
+            assert page.locator(".jp-Launcher").count() == 0 or not page.locator(".jp-Launcher").first.is_visible()
+            listing = page.locator(".jp-DirListing-itemText").all_inner_texts()
+            assert "labs" in listing and "00_start_here.ipynb" in listing, listing
+            assert not {"solutions", "docs", "notebooks", "benchmarks", "trainlab"} & set(listing), listing
+            time.sleep(2)  # the news prompt shows a few seconds after start
+            assert page.get_by_text("official Jupyter news").count() == 0, "Jupyter's news prompt is shown"
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "make-lab-landing.png"))
+        finally:
+            page.close()
+
+
+def wait_for_value(read, timeout=30, message="a value"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = read()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}")
 
 
 def listening_addresses(port):

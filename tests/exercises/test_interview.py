@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from tests import spoilers
+from tests.exercises import phrasings
 from trainlab import labs, paths, workspace
 from trainlab.checks import diagnosis, exercises, magic
 from trainlab.checks.core import Exercise, Incorrect
@@ -26,33 +27,51 @@ def test_learner_notebooks_give_nothing_away_before_a_hint(path):
 
 
 def test_the_scan_finds_each_kind_of_spoiler_and_forgives_what_a_hint_revealed():
+    from trainlab.doctor.causes import CAUSES
+
     nb = nbformat.read(paths.NOTEBOOKS / "01_debugging.ipynb", as_version=4)
     fixed_line = sorted(spoilers.fixed_lines("debugging/nc_7"))[0]
     first_lab = next(i for i, c in enumerate(nb.cells) if c.source.startswith("%%lab debugging/nc_7"))
-    hint = next(i for i, c in enumerate(nb.cells) if spoilers.reveals(c, "debugging/nc_7"))
+    assert not [c for c in nb.cells if spoilers.reveals(c, "debugging/nc_7")]  # help is behind buttons, not cells
+    hint = first_lab + 1  # where a learner types a cell that asks
+    nb.cells.insert(hint, nbformat.v4.new_code_cell('trainlab.checks.get("debugging/nc_7").hint()'))
+    question = CAUSES["missing-zero-grad"].question
     for leak, found in (("Look at `missing-zero-grad` here", "cause id 'missing-zero-grad'"),
                         ("Category: data, optimizer", "a category list"),
                         ("x = 1  # BUG[labels-misaligned]", "a fix marker"),
-                        (f"try this:\n    {fixed_line}", "a line of debugging/nc_7's fix")):
+                        (f"try this:\n    {fixed_line}", "a line of debugging/nc_7's fix"),
+                        (f"{question} (apply its fix)", "the question that tests"),  # a widget's label, as its text form shows it
+                        ("The answers are in `docs/debugging_labs.md`", "a file that holds answers"),
+                        ("Open `labs/debugging/nc_7.py`, then `solutions/01_debugging.ipynb`", "a file that holds answers")):
         leaky = copy.deepcopy(nb)
         leaky.cells.insert(first_lab, nbformat.v4.new_markdown_cell(leak))
         assert any(found in p for p in spoilers.scan(leaky)), leak
         told = copy.deepcopy(nb)  # the same cause id after the hint was asked for: allowed
         told.cells.insert(hint + 1, nbformat.v4.new_markdown_cell("the doctor found missing-zero-grad"))
         assert not [p for p in spoilers.scan(told) if "missing-zero-grad" in p]
+    named = copy.deepcopy(nb)  # the learner's clean copy of a lab may be named; the lab itself is in their root
+    named.cells.insert(first_lab, nbformat.v4.new_markdown_cell("A colleague hands you `labs/debugging/nc_7.py`"))
+    assert spoilers.scan(named) == []
+    menu = copy.deepcopy(nb)  # every question alike is a menu: it points at no cause
+    menu.cells.insert(first_lab, nbformat.v4.new_markdown_cell("; ".join(c.question for c in CAUSES.values())))
+    assert spoilers.scan(menu) == []
+    on_the_way = copy.deepcopy(nb)  # a cell after the exercise that runs its fix whatever the learner did
+    on_the_way.cells.insert(first_lab + 1, nbformat.v4.new_code_cell(
+        'run_variants([{"name": "fixed", "source": labs.source("debugging/nc_7", fixed=True)}])'))
+    assert any("runs debugging/nc_7's fix" in p for p in spoilers.scan(on_the_way))
     output = copy.deepcopy(nb)  # an executed output counts as much as the source
     output.cells[first_lab - 1].outputs = [nbformat.v4.new_output("stream", text="labels-misaligned!")]
     assert any("labels-misaligned" in p and "output" in p for p in spoilers.scan(output))
 
 
-@pytest.mark.parametrize("name", labs.names(*labs.TRAINING))
-def test_hypothesis_panel_labels_ask_questions_and_show_no_code(name):
-    panel = HypothesisPanel(name, max_steps=1)
-    text = " ".join(panel.candidates)
-    assert all(label.count("?") == 1 for label in panel.candidates), panel.candidates
-    assert not [c for c in labs.get(name).causes if c in text]
-    assert not [line for line in spoilers.fixed_lines(name) if line in text]
-    assert sorted(panel.candidates) == panel.candidates  # the lab's own hypotheses are not listed first
+def test_hypothesis_panel_offers_the_same_questions_on_every_lab_worded_alike():
+    offered = {name: HypothesisPanel(name, max_steps=1).candidates for name in labs.names(*labs.TRAINING)}
+    first = next(iter(offered.values()))
+    assert all(c == first for c in offered.values()), "the panel's toggles differ between labs: they name the answer"
+    assert all(label.endswith("?") or label.startswith("first guess: ") for label in first), first
+    assert not [label for label in first if "fix" in label or label.endswith(")")], first  # no "(apply its fix)"
+    for name in offered:
+        assert not [line for line in spoilers.fixed_lines(name) if line in " ".join(first)]
 
 
 @pytest.mark.parametrize("name", list(exercises.everything()))
@@ -105,6 +124,8 @@ def test_every_lab_cause_and_rule_id_is_in_the_doctors_menu_with_an_experiment()
 
 
 @pytest.mark.parametrize("text, ids", [
+    *((text, [cause]) for cause, texts in phrasings.BY_CAUSE.items() for text in texts),
+    *phrasings.TWO_CAUSES, *phrasings.DISMISSED_THEN_NAMED, *((text, None) for text in phrasings.NOTHING),
     ("the labels do not match the images after the shuffle", ["labels-misaligned"]),
     ("optimizer.zero_grad is never called, gradients accumulate", ["missing-zero-grad"]),
     ("labels shuffled separately from the images, and zero_grad is missing",
@@ -193,14 +214,20 @@ def test_citing_every_experiment_is_not_evidence_and_an_empty_diagnosis_is_not_r
     assert not grade.right and "cannot show any cause you named" in grade.message
 
 
-def test_the_panels_own_hypotheses_count_as_help(fresh_session, monkeypatch):
+def test_every_question_the_panel_answers_counts_as_help_not_only_the_labs_own(fresh_session, monkeypatch):
+    from trainlab.debugging.panel import GENERIC, QUESTIONS
+
     monkeypatch.setattr("trainlab.debugging.panel.run_variants",
                         lambda variants, *a, **k: {v["name"]: {"losses": [2.3], "accuracy": 0.1} for v in variants})
     panel = HypothesisPanel("debugging/nc_7", max_steps=1)
-    panel.run([c for c in panel.candidates if c not in panel.lab_fixes][:1])
-    assert "debugging/nc_7" not in diagnosis.HELP  # a generic guess is the learner's own experiment
-    panel.run(panel.lab_fixes[:1])
-    assert diagnosis.HELP["debugging/nc_7"] == ["panel"]
+    panel.run([next(iter(GENERIC))])
+    assert "debugging/nc_7" not in diagnosis.HELP  # a first guess is the learner's own experiment
+    not_a_cause = next(q for q, cause in QUESTIONS.items() if cause not in labs.fixes("debugging/nc_7"))
+    assert panel.source([not_a_cause]) == labs.source("debugging/nc_7")  # already healthy there: unchanged
+    panel.run([not_a_cause])
+    assert diagnosis.HELP["debugging/nc_7"] == ["panel"]  # recorded alike, so the record says nothing either
+    own = next(q for q, cause in QUESTIONS.items() if cause in labs.fixes("debugging/nc_7"))
+    assert panel.source([own]) == labs.source("debugging/nc_7", fixed={QUESTIONS[own]})
 
 
 def test_a_diagnosis_needs_evidence_seen_in_this_kernel_and_known_causes(fresh_session):
@@ -212,8 +239,20 @@ def test_a_diagnosis_needs_evidence_seen_in_this_kernel_and_known_causes(fresh_s
         diagnosis.state(lab, causes=["gremlins"], evidence=["label-test"])
     with pytest.raises(ValueError, match="give the evidence"):
         diagnosis.state(lab, causes=["labels-misaligned"])
-    stated = diagnosis.state(lab, text="the labels are shuffled differently from the images", evidence=["label-test"])
+    words = "the labels are shuffled differently from the images"
+    assert diagnosis.state(lab, text=words, evidence=["label-test"]) is None  # read back, not recorded
+    assert lab not in diagnosis.STATED
+    stated = diagnosis.state(lab, text=words, evidence=["label-test"], confirm=True)
     assert stated.causes == ("labels-misaligned",) and diagnosis.grade(lab).right
+    assert repr(stated) == "Diagnosis of debugging/nc_1: labels-misaligned (evidence: label-test)"
+
+
+def test_words_are_read_back_as_questions_before_anything_is_recorded(fresh_session, capsys):
+    found = diagnosis.read_words("the gradients are never zeroed between steps, so they pile up")
+    assert found == ["missing-zero-grad"]
+    shown = capsys.readouterr().out
+    assert "does each backward start from zero gradients?" in shown and "Nothing is recorded yet" in shown
+    assert not diagnosis.STATED
 
 
 def test_working_copies_are_created_once_never_overwritten_and_flagged_when_the_shipped_one_changes(tmp_path):

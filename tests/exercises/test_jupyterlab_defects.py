@@ -1,5 +1,6 @@
 """What a learner saw in JupyterLab that was wrong, each kept fixed by a test that can see it."""
 
+import json
 import re
 from unittest import mock
 
@@ -25,14 +26,17 @@ def test_long_operator_names_stay_distinct_when_shortened():
     assert short_name("aten::mm") == "aten::mm"
 
 
-def test_make_lab_opens_the_working_copy_from_the_repository_root():
+def test_make_lab_serves_the_learners_folder_and_its_url_opens_the_first_notebook():
     from trainlab import workspace
 
     target = re.search(r"^lab:.*?(?=^\S)", (paths.REPO / "Makefile").read_text(), re.M | re.S).group(0)
     assert "trainlab.workspace --open" in target and "cd notebooks" not in target
-    cmd = workspace.lab_command("work/00_start_here.ipynb")
-    assert f"--ServerApp.root_dir={paths.REPO}" in cmd and cmd[-1] == "work/00_start_here.ipynb"
+    cmd = workspace.lab_command()
+    assert f"--ServerApp.root_dir={paths.WORK}" in cmd  # not the repository: solutions/, docs/ are not one click away
+    assert "--LabApp.default_url=/lab/tree/00_start_here.ipynb" in cmd
     assert "--ip=127.0.0.1" in cmd
+    overrides = json.loads((workspace.LAB_SETTINGS / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
 
 
 def test_the_planner_slider_reads_the_model_size_it_was_given():
@@ -55,7 +59,7 @@ def test_the_byte_widget_starts_where_the_sweep_measured():
     assert controls[0]["ranks"].value == 2
 
 
-def test_workspace_open_starts_jupyterlab_on_the_first_notebook_from_the_repository_root(monkeypatch):
+def test_workspace_open_starts_jupyterlab_in_the_learners_folder(monkeypatch):
     from trainlab import workspace
 
     calls = []
@@ -63,6 +67,39 @@ def test_workspace_open_starts_jupyterlab_on_the_first_notebook_from_the_reposit
     monkeypatch.setattr(workspace.os, "chdir", lambda path: calls.append(("chdir", path)))
     monkeypatch.setattr(workspace.os, "execv", lambda exe, argv: calls.append(("execv", argv)))
     workspace.main(["--open"])
-    assert calls[0] == ("chdir", paths.REPO)
+    assert calls[0] == ("chdir", paths.WORK)
     argv = calls[1][1]
-    assert argv == workspace.lab_command("work/00_start_here.ipynb") and "--ip=127.0.0.1" in argv
+    assert argv == workspace.lab_command() and "--ip=127.0.0.1" in argv
+
+
+def test_a_wrong_diagnosis_shows_its_reason_in_jupyterlab_not_only_its_head():
+    from trainlab.checks.core import Verdict
+    from trainlab.checks.diagnosis import Grade
+
+    reason = "lr-too-high is not what breaks this script; 1 cause(s) not named"
+    verdict = Verdict("debugging/nc_7", "not attempted", "the cell is unchanged", diagnosis=Grade(False, reason, (), 0))
+    shown = verdict._repr_html_()
+    assert "Diagnosis wrong, fix not attempted yet" in shown and reason in shown and "stated before any help" in shown
+
+
+def test_a_wrong_fix_on_a_two_cause_lab_says_how_many_problems_still_show():
+    import pytest
+
+    from trainlab.checks.core import Incorrect
+    from trainlab.checks.lab import LabExercise
+
+    class Shows:
+        def __init__(self, seen):
+            self.seen = seen
+
+        def judge(self, mine, ref):
+            if self.seen:
+                raise Incorrect(self.seen)
+
+    both = LabExercise("debugging/nc_7", mechanisms={"labels-misaligned": Shows("labels predict nothing"),
+                                                     "missing-zero-grad": Shows("stale .grad")})
+    with pytest.raises(Incorrect, match=r"labels predict nothing; and stale \.grad \(2 of the 2 problems"):
+        both.judge_mechanisms({}, {})
+    one = LabExercise("debugging/nc_7", mechanisms={"labels-misaligned": Shows(None), "missing-zero-grad": Shows("stale .grad")})
+    with pytest.raises(Incorrect, match=r"^stale \.grad \(1 of the 2 problems this check measures still shows\)$"):
+        one.judge_mechanisms({}, {})

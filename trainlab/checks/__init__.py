@@ -4,9 +4,12 @@
 - `lab.py`: single-process training labs judged on behaviour, cause by cause;
 - `corpus.py`: the format of each exercise's wrong fixes and correct alternatives;
 - `exercises.py`: every exercise by name (declared in `trainlab/<module>/exercises.py`);
-- `magic.py`: the `%%lab` cell magic.
+- `magic.py`: the `%%lab` cell magic;
+- `helpbox.py`: hints, the doctor's reading and the solution behind buttons (`exercise.help()`);
+- `locks.py`: cells that explain a fix, opened once it passes (`unlock(...)`).
 """
 
 from trainlab.checks.core import Verdict, assert_failed, assert_passed  # noqa: F401
 from trainlab.checks.exercises import configure, get  # noqa: F401
+from trainlab.checks.locks import unlock  # noqa: F401
 from trainlab.checks.magic import load_ipython_extension  # noqa: F401

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import labs, progress
-from trainlab.checks import diagnosis
+from trainlab.checks import diagnosis, locks
 from trainlab.display import Code, say, show
 
 
@@ -76,10 +76,13 @@ class Verdict:
     __repr__ = __str__
 
     def _repr_html_(self):
+        """The whole verdict: its head line, the graded diagnosis with its reason, then the details."""
         color = {"pass": "#1a7f37", "not attempted": "#6e7781"}.get(self.kind, "#cf222e")
+        head, *rest = str(self).removesuffix(f"\n{self.details}" if self.details else "").splitlines()
+        more = "".join(f"<div style='margin-top:4px'>{html.escape(line)}</div>" for line in rest)
         details = f"<pre style='margin:4px 0 0'>{html.escape(self.details)}</pre>" if self.details else ""
         return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
-                f"{html.escape(str(self).splitlines()[0])}</b>{details}</div>")
+                f"{html.escape(head)}</b>{more}{details}</div>")
 
 
 def same_text(a, b):
@@ -141,6 +144,8 @@ class Exercise:
         if self.asks_for_diagnosis:
             verdict.diagnosis = diagnosis.grade(self.lab) or diagnosis.NOT_STATED
         show(verdict)
+        if verdict.passed:
+            locks.record_pass(self.name)
         try:
             progress.record(verdict)
         except OSError as exc:  # a read-only home must not cost the learner the verdict
@@ -160,6 +165,13 @@ class Exercise:
     def solution(self):
         diagnosis.used_help(self.lab, "solution")
         show(Code(self.solution_text()))
+
+    def help(self):
+        """Buttons for the next hint and the solution (and, where the exercise has one, the doctor's
+        reading): help is asked for with a click, so running the notebook's cells in order uses none."""
+        from trainlab.checks.helpbox import HelpBox
+
+        return HelpBox(self)
 
 
 def run_on_source(source, launch, prefix="trainlab-check-"):

@@ -3,7 +3,7 @@
     from trainlab.checks import diagnosis
     diagnosis.form("debugging/nc_7")                  # JupyterLab: a menu of causes and your evidence
     diagnosis.state("debugging/nc_7", causes=["..."], evidence=["label-test"])   # the same from code
-    diagnosis.state("debugging/nc_7", text="the labels do not match the images", evidence=[...])
+    diagnosis.state("debugging/nc_7", text="the labels do not match the images")   # what your words read as
 
 Causes come from the doctor's list of cause ids (`trainlab.doctor.causes`), so a new id shows
 up in every menu. Evidence is chosen from the experiments run on that lab in this kernel
@@ -25,12 +25,18 @@ STATED = {}  # lab -> [Diagnosis, ...] in the order stated; the first is graded
 HELP = {}  # lab -> ["hint 1", "solution", ...] in the order used
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Diagnosis:
     lab: str
     causes: tuple  # cause ids
     evidence: tuple  # investigate.Evidence
     help_before: tuple  # help used on this lab before stating it
+
+    def __repr__(self):  # what a notebook shows when state(...) ends a cell: a line, not the fields
+        return f"Diagnosis of {self.lab}: {', '.join(self.causes)} (evidence: {', '.join(e.experiment for e in self.evidence)})"
+
+    def _ipython_display_(self):  # state() has already said it was recorded
+        pass
 
 
 @dataclass(frozen=True)
@@ -71,15 +77,23 @@ def _help_so_far(name):
     return tuple(dict.fromkeys([*HELP.get(name, []), *(["doctor"] if doctor_runs else [])]))
 
 
+def read_words(text):
+    """The causes a free-text diagnosis reads as, each shown with the question it answers: what a
+    learner confirms before anything is recorded (a false match must not spend the graded diagnosis)."""
+    found = catalogue.match(text)
+    lines = "\n".join(f"- {catalogue.get(c).question} `[{c}]`" for c in found)
+    say(f"Your words read as {'this cause' if len(found) == 1 else f'these {len(found)} causes'}:\n{lines}\n\n"
+        "Is that what you mean? Nothing is recorded yet: tick them in the form and press Submit, or call "
+        f"`diagnosis.state(LAB, causes={list(found)}, evidence=[...])`.")
+    return found
+
+
 def _cause_ids(causes, text):
     if causes is None and not text:
         raise ValueError("state the causes (ids from the menu) or text= describing them")
     ids = list(causes or [])
     if text:
-        found = catalogue.match(text)
-        if len(found) > 1:
-            say(f"Your words name: {', '.join(found)}.")
-        ids += found  # several, for a diagnosis of two causes
+        ids += catalogue.match(text)  # several, for a diagnosis of two causes
     for cause in ids:
         catalogue.get(cause)  # an unknown id is an error naming the known ones
     if not ids:
@@ -87,10 +101,14 @@ def _cause_ids(causes, text):
     return tuple(dict.fromkeys(ids))
 
 
-def state(lab, causes=None, evidence=(), text=None):
-    """Record a diagnosis of lab: cause ids (or free text matched to one) and the ids of the
-    experiments, run on this lab in this kernel, that support it. Returns the Diagnosis."""
+def state(lab, causes=None, evidence=(), text=None, confirm=False):
+    """Record a diagnosis of lab: cause ids and the ids of the experiments, run on this lab in this
+    kernel, that support it. Returns the Diagnosis. Words (text=) are read back as causes and recorded
+    only with confirm=True: otherwise this shows what they read as and records nothing."""
     name = labs.resolve(lab)
+    if text and not confirm:
+        read_words(text)
+        return None
     ids = _cause_ids(causes, text)
     gathered = {e.experiment: e for e in investigate.logged(name)}
     missing = [e for e in evidence if e not in gathered]
@@ -144,6 +162,10 @@ def form(lab):
 
 
 class DiagnosisForm:
+    """Checkboxes, one per cause of the doctor's menu (grouped by category) and one per experiment run on
+    the lab; a box for words, read back as causes you confirm by ticking; the chosen set is shown as it
+    grows, and Submit records exactly that."""
+
     def __init__(self, lab):
         self.lab = lab
 
@@ -153,27 +175,57 @@ class DiagnosisForm:
     def _ipython_display_(self):
         import ipywidgets as w
 
-        options = [(f"{cat}: {c.question} [{c.id}]", c.id) for cat, group in catalogue.menu() for c in group]
-        causes = w.SelectMultiple(options=options, rows=min(len(options), 12), description="causes",
-                                  layout=w.Layout(width="95%"))
-        text = w.Text(placeholder="or describe the cause in your own words", layout=w.Layout(width="95%"))
-        evidence = w.SelectMultiple(description="evidence", layout=w.Layout(width="95%"), rows=5)
-        refresh, submit, out = w.Button(description="refresh evidence"), w.Button(description="Submit",
-                                                                                   button_style="primary"), w.Output()
+        boxes = {c.id: w.Checkbox(description=f"{c.question} [{c.id}]", indent=False, layout=w.Layout(width="auto"))
+                 for _, group in catalogue.menu() for c in group}
+        groups = [w.VBox([w.HTML(f"<b>{category}</b>"), *(boxes[c.id] for c in group)]) for category, group in catalogue.menu()]
+        words = w.Text(placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%"))
+        read, refresh = w.Button(description="Read my words"), w.Button(description="refresh evidence")
+        submit, out = w.Button(description="Submit", button_style="primary"), w.Output()
+        evidence_box, chosen = w.VBox(), w.HTML()
+        evidence = {}
+
+        def summary(_=None):
+            causes = [c for c, b in boxes.items() if b.value]
+            cited = [e for e, b in evidence.items() if b.value]
+            chosen.value = (f"<b>Your diagnosis so far:</b> {', '.join(causes) or 'no cause ticked'}; "
+                            f"<b>evidence:</b> {', '.join(cited) or 'none ticked'}")
 
         def reload(_=None):
-            evidence.options = [(str(e), e.experiment) for e in investigate.logged(self.lab)]
+            ticked = {e for e, b in evidence.items() if b.value}
+            evidence.clear()
+            for e in investigate.logged(self.lab):
+                evidence[e.experiment] = w.Checkbox(value=e.experiment in ticked, description=str(e), indent=False,
+                                                    layout=w.Layout(width="auto"))
+                evidence[e.experiment].observe(summary, "value")
+            evidence_box.children = list(evidence.values()) or [w.HTML("<i>no experiment run on this lab yet: run "
+                                                                       "investigate.run(...) and refresh</i>")]
+            summary()
+
+        def on_read(_):
+            with out:
+                out.clear_output()
+                try:
+                    for cause in read_words(words.value):
+                        boxes[cause].value = True
+                except ValueError as exc:
+                    print(f"not read: {exc}")
 
         def send(_):
             with out:
                 out.clear_output()
                 try:
-                    state(self.lab, causes=list(causes.value), evidence=list(evidence.value), text=text.value or None)
+                    state(self.lab, causes=[c for c, b in boxes.items() if b.value],
+                          evidence=[e for e, b in evidence.items() if b.value])
                 except ValueError as exc:
                     print(f"not recorded: {exc}")
 
+        for box in boxes.values():
+            box.observe(summary, "value")
+        read.on_click(on_read)
         refresh.on_click(reload)
         submit.on_click(send)
         reload()
         show_widget(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
-                            causes, text, evidence, w.HBox([refresh, submit]), out]), repr(self))
+                            w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")), w.HBox([words, read]),
+                            w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"), evidence_box,
+                            chosen, w.HBox([refresh, submit]), out]), repr(self))

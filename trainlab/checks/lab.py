@@ -462,6 +462,23 @@ class LabExercise(Exercise):
         judged = judge_together([(self, name, source) for name, source in sources.items()], self.device)[self.name]
         return {name: verdict for name, (verdict, _) in judged.items()}
 
+    def judge_mechanisms(self, mine, ref):
+        """Every cause's mechanism, each judged on the learner's run: one Incorrect naming what each
+        unfixed one shows and, on a lab of several causes, how many still show (a verdict that named
+        only the first would let a learner think the others fixed)."""
+        shown = []
+        for mechanisms in self.mechanisms.values():
+            try:
+                for mechanism in mechanisms:
+                    mechanism.judge(mine, ref)
+            except Incorrect as outcome:
+                shown.append(str(outcome))
+        if not shown:
+            return
+        count = (f" ({len(shown)} of the {len(self.mechanisms)} problems this check measures "
+                 f"{'still shows' if len(shown) == 1 else 'still show'})" if len(self.mechanisms) > 1 else "")
+        raise Incorrect("; and ".join(shown) + count)
+
     def judge_reports(self, mine, ref):
         if ref is None or ref.get("status") == "timeout":
             raise TimedOut("the check's reference run (the lab's solution) did not finish on this machine"
@@ -478,8 +495,9 @@ class LabExercise(Exercise):
             first = next(i for i, x in enumerate(mine["losses"]) if not math.isfinite(x))
             raise Incorrect(f"the loss became non-finite ({mine['losses'][first]}) at step {first + 1}")
         if mine["steps"]:  # what the steps that ran show, even when there were too few of them
-            for check in (*(m for ms in self.mechanisms.values() for m in ms), *self.guards):
-                check.judge(mine, ref)
+            self.judge_mechanisms(mine, ref)
+            for guard in self.guards:
+                guard.judge(mine, ref)
         if mine["steps"] < self.max_steps:
             raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps}")
         if mine.get("accuracy") is None:

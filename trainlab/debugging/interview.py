@@ -6,7 +6,7 @@ then the reveal - the doctor's reading and the planted bug beside your answer.
     interview.open()           # JupyterLab: a checked %%lab cell with the script appears below
     diagnosis.form(interview.name)                     # state the diagnosis first, as for the labs
     interview.check(text)      # or run the %%lab cell: the fix is checked, the diagnosis graded
-    interview.reveal()         # time taken, your graded diagnosis, the doctor's report, the answer
+    interview.reveal()         # once the fix passes: time taken, your graded diagnosis, the doctor's report, the answer
 """
 
 import threading
@@ -71,8 +71,16 @@ class MockInterview:
         """Check a fix, as running the `%%lab` cell does; the clock stops at the first pass."""
         return self.drill.check(source)
 
-    def reveal(self):
-        """Time taken, your graded diagnosis, the doctor's reading of the same run, the answer."""
+    def reveal(self, ask=False):
+        """Time taken, your graded diagnosis, the doctor's reading of the same run, the answer - once
+        your fix has passed, or now with ask=True (the planted bug is the answer: it stays closed until
+        then, so stepping through the notebook never shows it)."""
+        if self.stopped is None and not ask:
+            say("*Locked until your fix passes its check (the clock stops there); `interview.reveal(ask=True)` "
+                "shows the answer now.*")
+            return
+        if self.stopped is None:
+            diagnosis.used_help(self.name, "reveal")
         minutes = self.elapsed() / 60
         self._revealed = True  # the countdown stops ticking
         grade = diagnosis.grade(self.name)

@@ -1,17 +1,19 @@
-"""The hypothesis panel: try candidate fixes on a lab one change at a time, and compare.
+"""The hypothesis panel: test hypotheses on a lab one change at a time, and compare.
 
     panel = HypothesisPanel("debugging/nc_7")
-    panel                      # JupyterLab: a toggle per candidate fix, a Train button, curves
-    panel.run(["lower the learning rate 10x"])   # the same from code (headless notebooks)
+    panel                      # JupyterLab: a toggle per hypothesis, a Train button, the curves
+    panel.run(["first guess: lower the learning rate 10x"])   # the same from code (headless notebooks)
 
-Candidates are hypotheses, labelled by the question they test (from the doctor's cause list,
-`trainlab.doctor.causes`), never by code: the lab's own causes (toggling one applies that fix
-from its file in labs/, unseen) mixed with the usual suspects a learner reaches for first
-(is the learning rate too high? do gradients explode?). Each run goes
-through the measuring child (`trainlab.measure`) for the same bounded number of steps, so the
-curves compare like with like; every run stays on the plot, labelled by the changes it had.
-In JupyterLab the loss, batch-accuracy and gradient-norm curves are redrawn while a run
-trains. Used in notebook 01.
+The panel offers the same hypotheses on every script: one per question of the checklist (the
+doctor's cause list, `trainlab.doctor.causes`, by category) and two common first guesses. A
+question toggled on makes the script behave as if its answer were healthy: where the script has
+that fault, the fix from its file in labs/ is applied, unseen; where it has not, the script already
+behaves so and nothing changes. Nothing on the panel differs between a lab's own causes and the
+rest, so its labels give no answer away; each question used is recorded as help (the first guesses
+change the script as they say, and are the learner's own experiments). Each run goes through the
+measuring child (`trainlab.measure`) for the same bounded number of steps, so the curves compare
+like with like; every run stays on the plot, labelled by its changes. The figure is one output,
+redrawn in place while a run trains. Used in notebook 01.
 """
 
 import textwrap
@@ -21,12 +23,13 @@ import matplotlib.pyplot as plt
 from trainlab import labs
 from trainlab.checks import diagnosis
 from trainlab.checks.corpus import clip_gradients, lower_lr
-from trainlab.display import show, show_widget
-from trainlab.doctor.causes import CAUSES
+from trainlab.display import in_ipython, show, show_widget
+from trainlab.doctor.causes import menu
 from trainlab.measure import run_variants
 
-GENERIC = {"is the learning rate too high? (try it 10x lower)": lower_lr,
-           "do exploding gradients stop it? (clip at norm 1)": clip_gradients(1.0)}
+GENERIC = {"first guess: lower the learning rate 10x": lower_lr,
+           "first guess: clip gradients at norm 1": clip_gradients(1.0)}
+QUESTIONS = {c.question: c.id for _, group in menu() for c in group}  # the same on every script
 
 
 def _smooth(values, window=10):
@@ -41,32 +44,32 @@ def _smooth(values, window=10):
 class HypothesisPanel:
     def __init__(self, lab, max_steps=120, device="cpu"):
         self.lab, self.max_steps, self.device = lab, max_steps, device
-        self._fix_of = {f"{CAUSES[name].question} (apply its fix)": name for name in labs.fixes(lab)}
-        self.lab_fixes = list(self._fix_of)  # the lab's own hypotheses, by the question each tests
-        self.candidates = sorted([*self.lab_fixes, *GENERIC])  # mixed: the order gives nothing away
+        self._own = set(labs.fixes(lab))  # what a question toggled on applies; never shown
+        self.candidates = [*QUESTIONS, *GENERIC]
         self.runs = {}  # label -> report
         self.fig = plt.figure(figsize=(14, 3.6))
         plt.close(self.fig)
-        self._widget = None
+        self._handle = None  # the figure's display: redrawn in place
+        self._widget = False
 
     def source(self, changes):
-        text = labs.source(self.lab, fixed={self._fix_of[c] for c in changes if c in self._fix_of})
+        text = labs.source(self.lab, fixed={QUESTIONS[c] for c in changes if c in QUESTIONS} & self._own)
         for name in changes:
             if name in GENERIC:
                 text = GENERIC[name](text)
         return text
 
     def run(self, changes=(), live=None):
-        """Train the lab with these changes (names from .candidates); return the report.
+        """Train the lab with these changes (labels from .candidates); return the report.
         In the widget the curves are redrawn while it trains (live=True)."""
         unknown = set(changes) - set(self.candidates)
         if unknown:
             raise ValueError(f"unknown change(s) {sorted(unknown)}; choose from {self.candidates}")
-        if any(c in self._fix_of for c in changes):  # applying the lab's own fix is help, like a hint
+        if any(c in QUESTIONS for c in changes):  # a question answered for the learner is help, like a hint
             diagnosis.used_help(self.lab, "panel")
         label = " + ".join(changes) or "as shipped"
         variant = {"name": label, "source": self.source(changes), "max_steps": self.max_steps, "curves": True}
-        live = self._widget is not None if live is None else live
+        live = self._widget if live is None else live
         on_progress = (lambda curves: self.draw(in_flight=(label, curves))) if live else None
         self.runs[label] = run_variants([variant], self.device, timeout=120, on_progress=on_progress)[label]
         self.draw()
@@ -95,28 +98,34 @@ class HypothesisPanel:
         axes[2].legend(fontsize=7, title="change (held-out accuracy)", title_fontsize=7, loc="upper left",
                        bbox_to_anchor=(1.02, 1.0))
         self.fig.tight_layout()
-        if self._widget is not None:
-            with self._widget["plot"]:
-                self._widget["plot"].clear_output(wait=True)
-                show(self.fig)
+        if self._handle is not None:
+            self._handle.update(self.fig)
         return self.fig
+
+    def __repr__(self):
+        return (f"Hypothesis panel for {self.lab}: in JupyterLab, a toggle for each of: "
+                + "; ".join(self.candidates))
 
     def _ipython_display_(self):
         import ipywidgets as w
 
-        toggles = [w.ToggleButton(description=c, tooltip=c, layout=w.Layout(width="auto")) for c in self.candidates]
-        button, status, plot = w.Button(description="Train", button_style="primary"), w.Label(), w.Output()
-        self._widget = {"plot": plot}
+        toggles = {c: w.ToggleButton(description=c, tooltip=c, layout=w.Layout(width="auto")) for c in self.candidates}
+        rows = [w.HBox([w.Label(category, layout=w.Layout(width="80px")),
+                        *(toggles[c.question] for c in group)], layout=w.Layout(flex_flow="row wrap"))
+                for category, group in menu()]
+        rows.append(w.HBox([w.Label("", layout=w.Layout(width="80px")), *(toggles[g] for g in GENERIC)]))
+        button, status = w.Button(description="Train", button_style="primary"), w.Label()
+        self._widget = True
 
         def on_click(_):
-            chosen = [c for c, t in zip(self.candidates, toggles) if t.value]
+            chosen = [c for c, t in toggles.items() if t.value]
             status.value = f"training with: {', '.join(chosen) or 'no change'}..."
             report = self.run(chosen)
             acc = report.get("accuracy")
             status.value = f"done: accuracy {acc:.1%}" if acc is not None else f"done: {report.get('error', '')}"
 
         button.on_click(on_click)
-        show_widget(w.VBox([w.HBox(toggles, layout=w.Layout(flex_flow="row wrap")), w.HBox([button, status]), plot]),
-                    f"Hypothesis panel for {self.lab}: toggle hypotheses and press Train in JupyterLab")
-        if self.runs:
-            self.draw()
+        show_widget(w.VBox([*rows, w.HBox([button, status])]), repr(self))
+        self.draw()
+        if in_ipython():  # the one figure, redrawn in place by every run
+            self._handle = show(self.fig, display_id=True)

@@ -1,0 +1,87 @@
+"""What explains an exercise stays closed until its fix passes, or the learner asks.
+
+A solution notebook's cell tagged `opens-after:<lab>` (one tag per lab) explains or runs that lab's
+fix: the measurements after the fix, an interview answer that names the causes. In the learner
+notebook `make notebooks` replaces it with a call that shows the same cell only once every lab it
+names has passed a check in this kernel - so stepping through the notebook with Shift+Enter never
+runs the answer on the way to the next section:
+
+    trainlab.checks.unlock("01_debugging", "slow3-after-fix")              # "Locked: ..." until then
+    trainlab.checks.unlock("01_debugging", "slow3-after-fix", ask=True)    # open it now (counted as help)
+
+The cell's text lives only in the solution notebook, so the learner's copy does not show it
+either. Opened, it runs in the learner's kernel with the learner's own variables, as it runs in the
+solution notebook.
+"""
+
+import nbformat
+
+from trainlab import paths
+from trainlab.display import say
+from trainlab.notebooks import opens_after
+
+PASSED = set()  # exercises whose check passed in this kernel
+
+
+def record_pass(name):
+    PASSED.add(name)
+
+
+RAN = set()  # (notebook, cell id) of the locked code cells run in this kernel
+
+
+def _cells(notebook):
+    path = paths.SOLUTIONS / f"{notebook}.ipynb"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: the locked cells are read from the solution notebook")
+    return path, nbformat.read(path, as_version=4).cells
+
+
+def is_open(names, ask=False):
+    """(open?, the labs still waited for): open when every lab passed in this kernel, or when asked
+    (then each lab not passed records the help)."""
+    from trainlab.checks import diagnosis, exercises
+
+    names = [exercises.get(n).name for n in names]
+    waiting = [n for n in names if n not in PASSED]
+    if waiting and ask:
+        for name in waiting:
+            diagnosis.used_help(name, "an explanation opened")
+    return not waiting or ask, waiting
+
+
+def unlock(notebook, cell_id, ask=False):
+    """Show (a markdown cell) or run (a code cell) the solution notebook's cell once every lab it
+    waits for has passed in this kernel, or when asked; otherwise say what opens it. A code cell
+    first runs the locked cells above it that have not run in this kernel (it may build on their
+    results). Returns whether it opened."""
+    path, cells = _cells(notebook)
+    index = next((i for i, c in enumerate(cells) if c.get("id") == cell_id), None)
+    if index is None:
+        raise KeyError(f"{path.name} has no cell {cell_id!r}: run `make notebooks` to regenerate your notebooks' calls")
+    cell = cells[index]
+    opened, waiting = is_open(opens_after(cell), ask)
+    if not opened:
+        say(f"*Locked: this part explains the fix of {' and '.join(f'`{n}`' for n in waiting)}. It opens once "
+            f"your fix passes its check in this kernel (then run this cell again), or now with "
+            f"`trainlab.checks.unlock({notebook!r}, {cell_id!r}, ask=True)` - counted as help, like a hint.*")
+        return False
+    if cell.cell_type == "markdown":
+        say(cell.source)
+        return True
+    earlier = [c for c in cells[:index] if c.cell_type == "code" and opens_after(c)
+               and (notebook, c.get("id")) not in RAN and is_open(opens_after(c), ask)[0]]
+    for c in [*earlier, cell]:
+        _run(notebook, c)
+    return True
+
+
+def _run(notebook, cell):
+    from IPython import get_ipython
+
+    ipython = get_ipython()
+    if ipython is None:
+        raise RuntimeError("trainlab.checks.unlock runs a notebook cell: call it from a notebook")
+    result = ipython.run_cell(cell.source, store_history=False)
+    RAN.add((notebook, cell.get("id")))
+    result.raise_error()

@@ -49,8 +49,26 @@ def run(device="cpu", smoke=False, world_size=None, only=(), cell_timeout=900):
         except Exception as exc:  # a failing notebook is a row, not the end of the run
             text = str(exc).strip()
             error = f"{type(exc).__name__}: {text.splitlines()[-1][:300] if text else ''}"
-        rows.append({"notebook": path.stem, "minutes": round((time.perf_counter() - start) / 60, 2), "error": error})
+        rows.append({"notebook": path.stem, "minutes": round((time.perf_counter() - start) / 60, 2), "error": error,
+                     "slow_cells": slow_cells(EXECUTED / path.name)})
     return rows
+
+
+SLOW_CELL_S = 10.0  # a cell this long must show progress and say what it measures (tests/.../test_notebook)
+
+
+def slow_cells(executed):
+    """[{cell id, seconds, first line}] of the cells that ran longer than SLOW_CELL_S (papermill's timings)."""
+    import nbformat
+
+    if not executed.exists():
+        return []
+    out = []
+    for cell in nbformat.read(executed, as_version=4).cells:
+        seconds = (cell.get("metadata", {}).get("papermill", {}) or {}).get("duration") or 0.0
+        if cell.cell_type == "code" and seconds > SLOW_CELL_S:
+            out.append({"cell": cell.get("id"), "seconds": round(seconds, 1), "first line": cell.source.splitlines()[0][:80]})
+    return out
 
 
 def render_html(about, names):
@@ -113,6 +131,8 @@ def main(argv=None):
         world_size = torch.cuda.device_count() if device.type == "cuda" else None  # nccl: one rank per GPU
         rows = run(args.device, args.smoke, world_size, args.only)
         print(table(rows, ["notebook", "minutes", "error"]))
+        slow = [{"notebook": r["notebook"], **cell} for r in rows for cell in r["slow_cells"]]
+        print(f"cells over {SLOW_CELL_S:.0f} s:\n" + (table(slow) if slow else "none"))
         info = machine(device)
         about = ", ".join(f"{k}={v}" for k, v in info.items()) + (", smoke settings" if args.smoke else ", default settings")
         print("wrote", *render_html(about, [row["notebook"] for row in rows]), sep="\n  ")

@@ -21,7 +21,7 @@ from benchmarks import readme
 from benchmarks.common import RESULTS
 from trainlab import runner
 
-BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "doctor_labs", "doctor_drills",
+BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "diagnosis_phrases", "doctor_labs", "doctor_drills",
               "doctor_external", "corpus", "fsdp", "fsdp_time", "sparse", "compression", "kernels", "attention", "kernel_validation", "memory",
               "teardown_abort"]  # each module adds its own
 

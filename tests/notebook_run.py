@@ -148,6 +148,25 @@ def test_solution_notebook_runs_and_its_checks_pass(request):
     if predictions:
         assert "You predicted" in texts(nb) and "Submit your prediction" not in texts(nb)
     assert_markdown_tables_render(nb, request.module.NOTEBOOK)
+    assert_slow_cells_show_progress(nb, request.module.NOTEBOOK)
+    check = getattr(request.module, "check_rendered", None)  # the figures the prose states, where they are rendered
+    if check:
+        check(nb)
+
+
+def assert_slow_cells_show_progress(nb, name):
+    """Every cell that ran over 10 s on the 2-core reference machine with default settings
+    (benchmarks/results/notebook_times.json) shows a progress bar saying what it measures."""
+    import json
+
+    times = json.loads((REPO / "benchmarks" / "results" / "notebook_times.json").read_text())["by_device"]
+    rows = [r for r in times.get("cpu", {}).get("rows", []) if r["notebook"] == name.removesuffix(".ipynb")]
+    slow = {c["cell"] for r in rows for c in r.get("slow_cells", [])}
+    for cell in nb.cells:
+        if cell.get("id") in slow:
+            bars = [o["data"]["text/plain"] for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in
+                    o.get("data", {}) and ":" in o["data"].get("text/plain", "")]
+            assert bars, f"{name}: cell {cell.get('id')} took over 10 s by default but shows no progress: {cell.source[:120]!r}"
 
 
 def assert_nothing_given_away(nb, name):

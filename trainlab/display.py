@@ -96,3 +96,62 @@ def file_link(path, text=None):
     except ValueError:  # another drive (Windows)
         href = str(path)
     return f"[{text or path.name}]({href.replace(os.sep, '/').replace(' ', '%20')})"
+
+
+def progress(iterable=None, desc="", total=None, unit="it", **options):
+    """A progress bar (tqdm: a widget in JupyterLab) that says what is being measured: every notebook
+    cell that takes more than a few seconds shows one (benchmarks/notebook_times lists them)."""
+    from tqdm.auto import tqdm
+
+    # outside a notebook (tests, the command line) nothing is drawn: a bar there is only noise on stderr
+    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, disable=not in_ipython(), leave=False,
+                **options)
+
+
+class working:
+    """`with working("measuring X"):` - a bar that counts the seconds of a step with no known length
+    (a child process, a launch of ranks), so a long cell is never silent; it ends when the block does."""
+
+    def __init__(self, desc):
+        self.desc = desc
+
+    def __enter__(self):
+        import threading
+        import time
+
+        self._bar = progress(desc=self.desc, unit="s", bar_format="{desc}: {elapsed}")
+        if self._bar.disable:
+            self._thread = None
+            return self
+        self._done = threading.Event()
+
+        def tick():
+            start = time.monotonic()
+            while not self._done.wait(1.0):
+                self._bar.n = int(time.monotonic() - start)
+                self._bar.refresh()
+
+        self._thread = threading.Thread(target=tick, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is not None:
+            self._done.set()
+            self._thread.join()
+        self._bar.close()
+        return False
+
+
+def while_working(describe):
+    """Decorator: each call shows a `working` bar that says what it measures - `describe` is that
+    text, or a function of the call's arguments returning it."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            with working(describe(*args, **kwargs) if callable(describe) else describe):
+                return fn(*args, **kwargs)
+        return call
+    return wrap

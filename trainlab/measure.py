@@ -39,6 +39,7 @@ from pathlib import Path
 import torch
 
 from trainlab import atomic, paths, runner
+from trainlab.display import working
 from trainlab.doctor import experiments
 from trainlab.doctor.probe import Probe, StopTraining
 
@@ -59,6 +60,14 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
     """
     reports = {v["name"]: cached for v in variants if v.get("cache") and (cached := _cached(v, device, max_train))}
     pending = [v for v in variants if v["name"] not in reports]
+    if pending and on_progress is None:  # a live plot is progress enough; otherwise a bar says what runs
+        steps = max(v.get("max_steps", 0) for v in pending)
+        with working(f"running {', '.join(v['name'] for v in pending)} under the probe (up to {steps} steps each)"):
+            return _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
+    return _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
+
+
+def _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s):
     while pending:
         state, result = _run_child(pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
         reports.update(state["variants"])

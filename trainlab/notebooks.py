@@ -88,8 +88,9 @@ def learner_version(nb, solution_path):
     for cell in learner.cells:
         tags = cell.metadata.get("tags", [])
         if opens_after(cell):
+            tags = ["locked", *(t for t in tags if not t.startswith(LOCK_TAG))]
             cell = nbformat.v4.new_code_cell(locked_cell(solution_path.stem, cell), id=cell.id)
-            cell.metadata["tags"] = ["locked"]
+            cell.metadata["tags"] = tags
         elif cell.cell_type == "code" and LAB_CELL.match(cell.source):
             cell.source = lab_cell_source(cell.source, fixed=False)
         elif cell.cell_type == "code":

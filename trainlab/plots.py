@@ -37,10 +37,15 @@ def plot_run(record, fig=None):
     ax_loss.set(title="training loss", xlabel="step")
     ax_loss.legend(fontsize=7)
     epochs = np.arange(1, len(record.test_accuracy) + 1)
+    planned = max(record.config.get("epochs") or 0, len(epochs), 1)
     ax_acc.plot(epochs, record.train_accuracy[:len(epochs)], "o-", label="train")
     ax_acc.plot(epochs, record.test_accuracy, "s-", label="test")
     ax_acc.axhline(0.1, color="grey", ls=":", lw=1, label="chance")
-    ax_acc.set(title="accuracy", xlabel="epoch", ylim=(0, 1))
+    ax_acc.set(title="accuracy (at the end of each epoch)", xlabel="epoch", ylim=(0, 1), xlim=(0.5, planned + 0.5),
+               xticks=range(1, planned + 1))
+    if not len(epochs):  # nothing to draw until the first epoch ends: say so rather than show empty axes
+        ax_acc.text(0.5, 0.5, "measured when the first epoch ends", transform=ax_acc.transAxes, ha="center",
+                    va="center", fontsize=9, color="grey")
     ax_acc.legend(fontsize=7)
     ax_lr.plot(np.arange(1, len(record.lr) + 1), record.lr)
     ax_lr.set(title="learning rate", xlabel="step")

@@ -1,5 +1,5 @@
 #| symptom: no-convergence
-#| report: the loss stays near ln 10 and test accuracy near chance (10%)
+#| report: the loss does not fall: it swings well above ln 10, and test accuracy stays near chance (10%)
 #| cause labels-misaligned (data): the images are reordered but the labels are left in the old
 #|     order: every image carries another image's label.
 #| cause missing-zero-grad (optimizer): optimizer.zero_grad() is never called, so each step's

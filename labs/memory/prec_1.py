@@ -1,7 +1,7 @@
 #| symptom: no-convergence
-#| report: weights and optimizer state were moved to bfloat16 to halve their memory; since then the
-#|     loss falls like the float32 run's at first, then flattens as the learning rate decays and
-#|     ends well above it; no NaN, no error
+#| report: the run was changed to halve the memory its weights and optimizer state take; since
+#|     then the loss falls like the old run's at first, then flattens as the learning rate decays
+#|     and ends well above it; no NaN, no error
 #| cause bf16-master-weights (precision): the weights live in bfloat16, whose 8 bits of precision
 #|     space neighbouring values 2^-8 to 2^-7 of a weight apart: an update smaller than about 2^-9
 #|     of its weight rounds back to the same weight, so as the schedule shrinks the updates more

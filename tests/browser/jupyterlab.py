@@ -179,7 +179,8 @@ class NotebookPage:
         raise TimeoutError(f"{self.path}: cell {index} still running after {timeout} s:\n{self.source(index)[:300]}")
 
     def output_text(self, index):
-        return self.cell(index).locator(".jp-OutputArea").inner_text()
+        """What the cell shows under it (a widget's own output areas inside it included)."""
+        return self.cell(index).locator(".jp-Cell-outputArea").inner_text()
 
     def append_cell(self, source):
         """A new code cell at the end holding `source` (typed as a learner would); its index."""

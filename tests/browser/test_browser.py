@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from tests.browser.jupyterlab import LabServer, NotebookPage, find_chromium, workspace_copy
-from tests.notebook_run import texts
+from tests.notebook_run import assert_locked_cells_stay_locked, texts
 from trainlab import labs
 from trainlab.paths import BUILD, NOTEBOOKS, REPO
 
@@ -271,32 +271,45 @@ def test_notebook_00_batch_browser_pages_and_an_exercise_cell_is_judged(open_not
     assert "[start/warmup] Correct" in verdict, verdict[-1500:]
     s.shot("exercise-verdict", lab)
 
-    hint = s.index(r"\.hint\(\)")
-    assert "hint 1/" in nb.output_text(hint)
-    solution = nb.append_cell('trainlab.checks.get("start/warmup").solution()')
-    nb.run(solution)
-    assert "+        optimizer.step()" in nb.output_text(solution)
-    s.shot("solution", solution)
+    ask_for_help(s, r"\.help\(\)", "Next hint", "hint 1/")
+    s.shot("hint", s.index(r"\.help\(\)"))
+    ask_for_help(s, r"\.help\(\)", "The solution", "+        optimizer.step()")
+    s.shot("solution", s.index(r"\.help\(\)"))
     s.assert_no_errors()
 
 
+def ask_for_help(s, pattern, button, expected):
+    """Click one of an exercise's help buttons (the help cell matching pattern); wait for what it shows."""
+    cell = s.nb.cell(s.index(pattern))
+    assert "hint 1/" not in s.nb.output_text(s.index(pattern)) or button != "Next hint", "a hint showed before a click"
+    cell.locator("button", has_text=button).first.click()
+    wait_for(lambda: expected in s.nb.output_text(s.index(pattern)), timeout=120, message=f"{button!r} to show {expected!r}")
+
+
 def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser_opens_a_lab(open_notebook):
+    from trainlab.debugging.panel import HypothesisPanel
+
     s = open_notebook("01_debugging.ipynb")
     nb = s.nb
     s.run_all()
     panel = s.index(r"HypothesisPanel\(")
     cell = nb.cell(panel)
+    labels = [t.strip() for t in cell.locator(".widget-toggle-button").all_inner_texts()]
+    assert labels and sorted(labels) == sorted(HypothesisPanel("debugging/nan_2").candidates), labels  # any lab's
+    assert not [label for label in labels if "fix" in label], labels
     status = cell.locator(".widget-label").last
-    plot = cell.locator(".widget-output img").first
-    before = plot.get_attribute("src") if plot.count() else None
+    plot = cell.locator(".jp-OutputArea-output > img")
+    assert plot.count() == 1, f"the panel's figure is shown {plot.count()} times"
+    before = plot.first.get_attribute("src")
     cell.locator("button", has_text="does each backward start from zero gradients").first.click()
-    cell.locator("button", has_text="Train").click()
+    cell.get_by_role("button", name="Train", exact=True).click()
     wait_for(lambda: "training" in status.inner_text(), message="the panel to start training")
-    seen, done = changes_over_time(lambda: plot.get_attribute("src") if plot.count() else None,
+    seen, done = changes_over_time(lambda: plot.first.get_attribute("src") if plot.count() else None,
                                    lambda: status.inner_text().startswith("done"), timeout=240)
     assert done, f"the panel's run did not finish: {status.inner_text()!r}"
     redrawn = [src for src in seen if src != before]  # the last is the finished run's; the others came while it trained
     assert len(redrawn) >= 2, f"the curves were drawn {len(redrawn)} time(s) for the run (want redraws while it trains)"
+    assert plot.count() == 1 and plot.first.get_attribute("src") != before, "the figure was not redrawn in place"
     s.shot("hypothesis-panel", panel)
 
     browser = s.index(r"^%lab_browser")
@@ -306,7 +319,64 @@ def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser
     wait_for(lambda: nb.cells.count() > opener + 1, message="%lab_open to insert the lab's cell")
     assert nb.source(opener + 1).startswith("%%lab debugging/nc_7")
     s.shot("lab-opened", opener + 1, output=False)
-    assert "hint 1/" in nb.output_text(s.index(r"\.hint\(\)"))
+    ask_for_help(s, r'"debugging/nc_7"\)\.help\(\)', "Next hint", "hint 1/")
+    s.assert_no_errors()
+
+
+def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wrong_one_graded_with_its_reason(
+        open_notebook):
+    s = open_notebook("01_debugging.ipynb")
+    nb = s.nb
+    s.run_all()
+    experiments = nb.append_cell('investigate.run("debugging/nc_7", "gradient-freshness"); '
+                                 'investigate.run("debugging/nc_7", "lr-range-test")')
+    nb.run(experiments, timeout=300)
+    form = nb.cell(s.index(r'^diagnosis\.form\("debugging/nc_7"\)'))
+    form.locator("button", has_text="refresh evidence").click()
+    box = lambda text: form.locator(".widget-checkbox", has_text=text).locator("input")  # noqa: E731
+    wait_for(lambda: box("gradient-freshness:").count() == 1, message="the evidence the experiments gave")
+
+    form.locator(".widget-text input").fill("the gradients are never zeroed between steps, so they pile up")
+    form.locator("button", has_text="Read my words").click()
+    wait_for(lambda: "Nothing is recorded yet" in form.inner_text(), message="the words read back as a question")
+    assert "does each backward start from zero gradients?" in form.inner_text()
+    assert box("[missing-zero-grad]").is_checked()
+    lab = s.index(r"^%%lab debugging/nc_7")
+    nb.run(lab)
+    assert "Diagnosis not stated" in nb.output_text(lab), "reading the words recorded a diagnosis"
+
+    box("[lr-too-high]").click()  # a second cause: both stay chosen (a multi-select dropped the first)
+    box("gradient-freshness:").click()
+    box("lr-range-test:").click()
+    chosen = form.locator(".widget-html", has_text="Your diagnosis so far")
+    wait_for(lambda: "missing-zero-grad, lr-too-high" in chosen.inner_text(), message="the chosen set")
+    assert box("[missing-zero-grad]").is_checked() and box("[lr-too-high]").is_checked()
+    s.shot("diagnosis-form", s.index(r'^diagnosis\.form\("debugging/nc_7"\)'))
+    form.locator("button", has_text="Submit").click()
+    wait_for(lambda: "recorded" in form.inner_text(), message="the diagnosis to be recorded")
+    nb.run(lab)
+    verdict = nb.output_text(lab)
+    assert "Diagnosis wrong, fix not attempted yet" in verdict, verdict[-800:]
+    assert "lr-too-high is not what breaks this script" in verdict and "stated before any help" in verdict, verdict[-800:]
+    s.shot("wrong-diagnosis", lab)
+    s.assert_no_errors()
+
+
+def test_notebook_01_what_explains_a_fix_stays_locked_until_the_fix_passes(open_notebook):
+    s = open_notebook("01_debugging.ipynb")
+    nb = s.nb
+    s.run_all()
+    after = s.index(r"unlock\('01_debugging', 'slow3-after-fix'\)")
+    assert nb.output_text(after).startswith("Locked:"), nb.output_text(after)[:300]
+    assert "faster" not in nb.output_text(after)
+    lab = s.index(r"^%%lab debugging/slow_3")
+    nb.replace_source(lab, "%%lab debugging/slow_3\n" + labs.source("debugging/slow_3", fixed=True))
+    nb.run(lab, timeout=300)
+    assert "fix correct" in nb.output_text(lab).lower(), nb.output_text(lab)[-800:]
+    nb.run(after, timeout=300)
+    opened = nb.output_text(after)
+    assert "Locked" not in opened and re.search(r"host reads per step: \d+ -> \d+; [\d.]+x faster", opened), opened[-800:]
+    s.shot("unlocked", after)
     s.assert_no_errors()
 
 
@@ -315,14 +385,15 @@ def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
     nb = s.nb
     s.run_all()
     planner = s.index(r"planner_widget\(")
-    plot = nb.cell(planner).locator(".widget-output img").first
+    plot = nb.cell(planner).locator(".jp-OutputArea-output > img").first  # one figure, redrawn in place
     wait_for(lambda: plot.count() > 0, message="the planner's plot")
     first = plot.get_attribute("src")
     press_slider(nb, planner, which=1)  # ranks: 8 -> 9
     assert nb.cell(planner).locator(".widget-readout").nth(1).inner_text().strip() == "9"
     wait_for(lambda: plot.count() > 0 and plot.get_attribute("src") != first, message="the plot to change")
+    assert nb.cell(planner).locator(".jp-OutputArea-output > img").count() == 1, "a second, stale copy of the plot"
     s.shot("planner", planner)
-    assert "hint 1/" in nb.output_text(s.index(r"\.hint\(\)"))
+    ask_for_help(s, r"\.help\(\)", "Next hint", "hint 1/")
     s.assert_no_errors()
 
 
@@ -336,13 +407,12 @@ def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     for lab in exercise_cells:
         assert VERDICT.search(s.nb.output_text(lab)), \
             s.nb.output_text(lab)[-800:]
-    assert "hint 1/" in s.nb.output_text(s.index(r"\.hint\(\)"))
+    ask_for_help(s, r"\.help\(\)", "Next hint", "hint 1/")
     s.assert_no_errors()
 
 
-@pytest.mark.full
-@pytest.mark.exhaustive
-@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n.startswith("00_") else [pytest.mark.full, pytest.mark.exhaustive])
+                                  for n in NOTEBOOK_NAMES])  # make test walks 00 whole; make test-full every one
 def test_every_cell_runs_in_the_browser(open_notebook, name):
     s = open_notebook(name, whole=True)
     s.run_all(timeout=600)
@@ -354,3 +424,4 @@ def test_every_cell_runs_in_the_browser(open_notebook, name):
         if cell.cell_type == "code" and cell.source.startswith("%%lab "):
             text = texts(nbformat.v4.new_notebook(cells=[cell]))
             assert VERDICT.search(text), f"{name}: %%lab cell {i} shows no verdict: {text[-400:]!r}"
+    assert_locked_cells_stay_locked(nbformat.v4.new_notebook(cells=cells))  # no fix passed on the way through

@@ -160,3 +160,17 @@ def test_docs_list_every_cause_id_the_rules_can_report():
     documented = set(re.findall(r"^\| `([\w-]+)`", (Path(__file__).parents[2] / "docs/doctor_causes.md").read_text(),
                                 re.M))
     assert len(ids) > 35 and ids <= documented, ids - documented
+
+
+def test_the_symptom_a_learner_is_told_quotes_the_doctors_own_numbers(monkeypatch):
+    """One measurement, quoted everywhere: the lab's reported symptom (investigate.symptom) and the
+    doctor's not-learning finding read the same loss windows of the same run."""
+    from trainlab.debugging import investigate
+
+    name = "debugging/nc_7"
+    report = lab_report(name)
+    monkeypatch.setitem(investigate._RUNS, name, report)
+    c = report.measurements["convergence"]
+    first, last = f"{c['first_window_loss']:.3f}", f"{c['last_window_loss']:.3f}"
+    assert f"from {first} to {last} (medians of its first and last {c['window']} steps)" in investigate.symptom(name)
+    assert any(f"{first} -> {last}" in f.title for f in report.findings), str(report)

@@ -62,3 +62,12 @@ def test_decoding_per_sample_is_data_time_the_device_loader_removes(rows):
 def test_bad_arguments_name_what_is_wrong(tmp_path):
     with pytest.raises(SystemExit):
         ladder.main(["--steps", "2", "--out", str(tmp_path / "x.json")])
+
+
+def test_a_rungs_effect_is_claimed_only_beyond_the_spread_of_its_chunk_rates():
+    from trainlab.debugging.ladder import effect
+
+    rows = [{"name": "before", "spread": 0.30, "vs_previous": 1.0}, {"name": "noisy", "spread": 0.05, "vs_previous": 0.75},
+            {"name": "real", "spread": 0.05, "vs_previous": 1.69}]
+    assert effect(rows, "noisy").startswith("made no difference beyond this machine's noise")  # 25% < the 30% spread
+    assert effect(rows, "real") == "sped it up 1.69x"  # 69% > the larger spread beside it (5%)

@@ -6,3 +6,24 @@ from tests.notebook_run import (test_learner_notebook_checks_report_not_attempte
 
 NOTEBOOK = "01_debugging.ipynb"
 PARAMETERS = {"mock_seed": 8}  # the mock interview's drill in tests: an MLP with two bugs (fast on a CPU)
+
+
+def check_rendered(nb):
+    """The numbers a learner reads agree with each other: the symptom quotes the doctor's loss windows,
+    the range test suggests a rate only where the loss fell, chance says what it is, and section 1 has a
+    healthy reading for the label test and fresh gradients."""
+    import re
+
+    import nbformat
+
+    from tests.notebook_run import texts
+
+    shown = texts(nb)
+    assert re.search(r"from [\d.]+ to [\d.]+ \(medians of its first and last \d+ steps\)", shown), "the symptom's loss"
+    assert "about None" not in shown and "a safe peak" not in shown
+    assert "chance" in shown and "always guessing the commonest class" in shown
+    healthy = next(c for c in nb.cells if "investigate.healthy(" in c.source)
+    reading = texts(nbformat.v4.new_notebook(cells=[healthy]))
+    assert "| label-test" in reading and "| gradient-freshness" in reading and "0 of the first" in reading, reading
+    for claim, ratio in re.findall(r"(sped it up|slowed it down) ([\d.]+)x", shown):  # the ladder: effects beyond noise only
+        assert (float(ratio) > 1) == (claim == "sped it up"), (claim, ratio)

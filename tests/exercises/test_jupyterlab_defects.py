@@ -39,14 +39,27 @@ def test_make_lab_serves_the_learners_folder_and_its_url_opens_the_first_noteboo
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
 
 
-def test_the_planner_slider_reads_the_model_size_it_was_given():
+def test_the_planner_starts_at_the_size_it_was_given_steps_through_model_sizes_and_redraws_one_figure():
     from trainlab.fsdp import planner
 
-    controls = []
-    with mock.patch("ipywidgets.interactive_output", lambda f, c: controls.append(c) or ipywidgets.Output()), \
-            mock.patch("IPython.display.display"):
+    shown = []
+
+    def display(obj, display_id=False):
+        shown.append(obj)
+        return mock.Mock() if display_id else None
+
+    with mock.patch("IPython.display.display", display):
         planner.planner_widget(params=70e9)
-    assert f"{controls[0]['billions'].value:.3g}" == "70"  # a coarse log step read 70.8
+    controls, figure = shown
+    size = controls.children[0].children[0]
+    assert isinstance(size, ipywidgets.SelectionSlider) and f"{size.value:.3g}" == "70"  # a coarse log step read 70.8
+    index = size.index
+    size.index = index - 1  # one notch: the next smaller common size, not 0.127B
+    assert size.value == planner.SIZES_B[planner.SIZES_B.index(70) - 1]
+    texts = [t.get_text() for t in figure.axes[0].texts]
+    assert all(t.split()[1] == "GB" for t in texts) and any("does not fit" in t for t in texts), texts  # not "385 x"
+    rows = planner.table(70e9, 8, device_gb=80)
+    assert {r["fits"] for r in rows} <= {"yes", "no"} and None not in [r["min ranks"] for r in rows]
 
 
 def test_the_byte_widget_starts_where_the_sweep_measured():
@@ -103,3 +116,29 @@ def test_a_wrong_fix_on_a_two_cause_lab_says_how_many_problems_still_show():
     one = LabExercise("debugging/nc_7", mechanisms={"labels-misaligned": Shows(None), "missing-zero-grad": Shows("stale .grad")})
     with pytest.raises(Incorrect, match=r"^stale \.grad \(1 of the 2 problems this check measures still shows\)$"):
         one.judge_mechanisms({}, {})
+
+
+def test_a_lab_cells_traceback_names_the_line_jupyterlab_shows(monkeypatch):
+    """JupyterLab numbers the `%%lab` line 1; the script the check runs keeps that numbering."""
+    from trainlab.checks import exercises, magic
+
+    seen = []
+    exercise = exercises.get("start/warmup")
+    monkeypatch.setattr(exercise, "check", seen.append)
+    body = "import os\nraise ValueError('here')\n"
+    magic.lab("start/warmup", body)
+    shown = f"%%lab start/warmup\n{body}".splitlines()
+    script = seen[0].splitlines()
+    assert script.index("raise ValueError('here')") == shown.index("raise ValueError('here')")
+
+
+def test_the_checklists_lr_range_reading_suggests_a_rate_only_where_the_loss_fell():
+    from trainlab.debugging.investigate import _lr_range
+
+    lrs = [1e-4 * 1.2 ** i for i in range(60)]
+    flat = {"lr_range": {"lr": lrs, "loss": [2.30] * 50 + [2.3 * 1.5 ** k for k in range(10)]}, "lr": [0.05]}
+    text = _lr_range(flat)
+    assert "suggests no rate" in text and "None" not in text and "diverges from lr" in text, text
+    falling = {"lr_range": {"lr": lrs, "loss": [2.3 - 0.03 * i for i in range(40)] + [1.1 * 1.6 ** k for k in range(20)]},
+               "lr": [0.05]}
+    assert "read off the curve: about" in _lr_range(falling) and "the script uses 0.05" in _lr_range(falling)

@@ -21,6 +21,7 @@ def test_solution_notebook_runs_and_its_checks_pass(solution):
     assert_solution_checks_pass(solution)
     summary = texts(solution, "baseline-summary")
     assert "test accuracy" in summary and "images/s" in summary
+    assert " img/s, " not in texts(solution, "baseline"), "the run's summary printed under the dashboard that shows it"
 
 
 @pytest.mark.device

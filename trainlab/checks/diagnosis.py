@@ -14,6 +14,7 @@ that lab) is recorded and shown with the verdict. Running the lab's `%%lab` cell
 diagnosis and the fix separately.
 """
 
+import html
 from dataclasses import dataclass
 
 from trainlab import doctor, labs
@@ -175,9 +176,10 @@ class DiagnosisForm:
     def _ipython_display_(self):
         import ipywidgets as w
 
-        boxes = {c.id: w.Checkbox(description=f"{c.question} [{c.id}]", indent=False, layout=w.Layout(width="auto"))
+        boxes = {c.id: w.Checkbox(description=f"[{c.id}]", indent=False, layout=w.Layout(width="auto"))
                  for _, group in catalogue.menu() for c in group}
-        groups = [w.VBox([w.HTML(f"<b>{category}</b>"), *(boxes[c.id] for c in group)]) for category, group in catalogue.menu()]
+        line = lambda c: w.HBox([boxes[c.id], w.HTML(c.question)], layout=w.Layout(align_items="center"))  # noqa: E731
+        groups = [w.VBox([w.HTML(f"<b>{category}</b>"), *(line(c) for c in group)]) for category, group in catalogue.menu()]
         words = w.Text(placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%"))
         read, refresh = w.Button(description="Read my words"), w.Button(description="refresh evidence")
         submit, out = w.Button(description="Submit", button_style="primary"), w.Output()
@@ -193,12 +195,13 @@ class DiagnosisForm:
         def reload(_=None):
             ticked = {e for e, b in evidence.items() if b.value}
             evidence.clear()
-            for e in investigate.logged(self.lab):
-                evidence[e.experiment] = w.Checkbox(value=e.experiment in ticked, description=str(e), indent=False,
-                                                    layout=w.Layout(width="auto"))
+            found = investigate.logged(self.lab)
+            for e in found:
+                evidence[e.experiment] = w.Checkbox(value=e.experiment in ticked, description=f"{e.experiment}:",
+                                                    indent=False, layout=w.Layout(width="auto"))
                 evidence[e.experiment].observe(summary, "value")
-            evidence_box.children = list(evidence.values()) or [w.HTML("<i>no experiment run on this lab yet: run "
-                                                                       "investigate.run(...) and refresh</i>")]
+            evidence_box.children = [w.HBox([evidence[e.experiment], w.HTML(html.escape(e.result))]) for e in found] or [
+                w.HTML("<i>no experiment run on this lab yet: run investigate.run(...) and refresh</i>")]
             summary()
 
         def on_read(_):

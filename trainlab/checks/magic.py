@@ -15,7 +15,7 @@ script itself, so a crash or hang in it cannot take the kernel down.
 
 from trainlab import labs
 from trainlab.checks import exercises
-from trainlab.display import say
+from trainlab.display import in_ipython, say
 
 LAST_SOURCE = {}  # exercise name -> the text of the last %%lab cell run
 
@@ -26,7 +26,8 @@ def lab(line, cell):
         raise ValueError("usage: %%lab NAME, with NAME one of " + ", ".join(sorted(exercises.everything())))
     exercise = exercises.get(name)
     LAST_SOURCE[exercise.name] = cell
-    exercise.check(cell)  # renders the verdict; returns nothing so it is not shown twice
+    # a blank first line stands for the `%%lab` line, so a traceback's line numbers are the cell's own
+    exercise.check("\n" + cell)  # renders the verdict; returns nothing so it is not shown twice
 
 
 def cell_text(name):
@@ -59,12 +60,26 @@ def browser_rows(*modules):
 
 
 def lab_browser(line=""):
-    """%lab_browser [MODULE ...]: every lab, grouped by symptom, with the command that opens it."""
+    """%lab_browser [MODULE ...]: every lab, grouped by symptom, with the command that opens it (kept on
+    one line, first, so it can be copied into a new cell whole)."""
+    import html
+
     rows = browser_rows(*line.split())
-    lines = ["| symptom | what the engineer reports | open it as a checked cell |", "|---|---|---|"]
+    lines = ["| open it as a checked cell | symptom | what the engineer reports |", "|---|---|---|"]
     escape = str.maketrans({"|": "\\|"})  # a | inside a cell would end it
-    lines += [f"| {symptom} | {report.translate(escape)} | `%lab_open {name}` |" for symptom, name, report in rows]
-    say("\n".join(lines))
+    lines += [f"| `%lab_open {name}` | {symptom} | {report.translate(escape)} |" for symptom, name, report in rows]
+    body = "".join(f"<tr><td style='white-space:nowrap'><code>%lab_open {html.escape(name)}</code></td>"
+                   f"<td>{html.escape(symptom)}</td><td style='text-align:left'>{html.escape(report)}</td></tr>"
+                   for symptom, name, report in rows)
+    page = ("<p>Copy a command into a new cell and run it: the lab appears below it as a checked cell.</p>"
+            "<table><thead><tr><th>open it as a checked cell</th><th>symptom</th>"
+            f"<th style='text-align:left'>what the engineer reports</th></tr></thead><tbody>{body}</tbody></table>")
+    if in_ipython():
+        from IPython.display import display
+
+        display({"text/html": page, "text/markdown": "\n".join(lines)}, raw=True)
+    else:
+        say("\n".join(lines))
 
 
 def load_ipython_extension(ipython):

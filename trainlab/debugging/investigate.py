@@ -12,10 +12,13 @@ no findings, no cause ids - concluding is the learner's job. Each result is appe
 """
 
 import math
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from trainlab import doctor, labs
-from trainlab.display import say, table
+from trainlab.doctor import experiments, trend
+from trainlab.display import say, table, working
 
 STEPS = 60  # optimizer steps of the instrumented run: enough for every experiment below (notebooks
 # set it lower for smoke runs)
@@ -52,14 +55,15 @@ def _input_stats(m):
 def _label_test(m):
     a = m["experiments"].get("labels")
     return a and (f"a nearest-class-mean probe on {a['samples']} training images scores {a['accuracy']:.1%} "
-                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%}; best of its spectra and its pixels: {a['view']})")
+                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%}: always guessing the commonest class of these "
+                  f"images; best of its spectra and its pixels: {a['view']})")
 
 
 def _init_stats(m):
     stds = m.get("init_weight_std") or {}
     constant = sum(1 for v in stds.values() if v == 0.0)
     losses = [v for v in m["losses"] if isinstance(v, float)]
-    first = f"; first loss {losses[0]:.3f} (ln {m['classes']} = {math.log(m['classes']):.3f})" \
+    first = f"; loss at the first step {losses[0]:.3f} (ln {m['classes']} = {math.log(m['classes']):.3f})" \
         if losses and m.get("classes") else ""
     return stds and f"{constant} of {len(stds)} weight tensors have std 0 at the first forward{first}"
 
@@ -148,15 +152,19 @@ def _lr_per_step(m):
 
 
 def _lr_range(m):
+    """The range test read the way notebook 01 reads it (experiments.lr_suggestion): where the smoothed
+    loss falls, where it diverges, and a suggestion only when the loss fell at some rate."""
     r = m.get("lr_range")
-    suggested = m["experiments"].get("suggested_lr")
-    script_lr = m["lr"][0] if m.get("lr") else None
-    return r and (f"loss falls until lr ≈ {_best_lr(r):.3g} and diverges by {r['lr'][-1]:.3g}; a safe peak "
-                  f"is about {_f(suggested, '.2g')}; the script uses {_f(script_lr, '.3g')}")
-
-
-def _best_lr(r):
-    return min(zip(r["loss"], r["lr"]), key=lambda pair: pair[0] if math.isfinite(pair[0]) else math.inf)[1]
+    if not r:
+        return None
+    script_lr = f"the script uses {_f(m['lr'][0], '.3g')}" if m.get("lr") else "the script's rate is unknown"
+    read = experiments.lr_suggestion(r["lr"], r["loss"])
+    diverges = (f"diverges from lr ≈ {read['divergence_lr']:.2g}" if read["divergence_lr"]
+                else f"does not diverge up to lr {r['lr'][-1]:.2g}")
+    if read.get("drop") is not None and read["rule"].startswith(("steepest", "a tenth")):
+        return (f"the smoothed loss falls by {read['drop']:.3g} and {diverges}; read off the curve: about "
+                f"{read['lr']:.2g} ({read['rule']}); {script_lr}")
+    return f"the smoothed loss falls at no rate tried and {diverges}: the test suggests no rate; {script_lr}"
 
 
 def _dtypes(m):
@@ -232,8 +240,24 @@ def instrumented_run(lab):
     """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
     name = labs.resolve(lab)
     if name not in _RUNS:
-        _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
+        with working(f"running {name} as shipped under the doctor's probe ({STEPS} steps, every experiment)"):
+            _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
     return _RUNS[name]
+
+
+def healthy(experiments, lab="start/warmup"):
+    """The same experiments on a healthy script - notebook 00's warm-up lab, fixed - as a table: the
+    reading each experiment gives when nothing is wrong, to hold a broken script's readings against."""
+    if ("healthy", lab) not in _RUNS:
+        with tempfile.TemporaryDirectory(prefix="trainlab-healthy-") as folder:
+            script = labs.write(lab, Path(folder) / "train.py", fixed=True)
+            with working(f"running a healthy script (the fixed {lab}) under the doctor's probe ({STEPS} steps)"):
+                _RUNS["healthy", lab] = doctor.examine_script(script, steps=STEPS, every_experiment=True)
+    m = _RUNS["healthy", lab].measurements
+    rows = [{"experiment": e, "what it tests": EXPERIMENTS[e].question, "healthy reading": EXPERIMENTS[e].read(m)}
+            for e in experiments]
+    say(table(rows).markdown)
+    return rows
 
 
 def run(lab, experiment, show=True):
@@ -274,10 +298,13 @@ def symptom(lab):
         saved = m.get("saved_bytes_after_step") or [0.0]
         return (f"memory grows every step: {saved[0] / 1e6:.1f} MB held after step 1, {saved[-1] / 1e6:.1f} MB "
                 f"after step {len(saved)} - the job is killed long before the end of an epoch")
-    k = max(len(losses) // 5, 1)
-    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
-    return (f"over {len(losses)} steps the training loss goes from {first:.3f} to {last:.3f} "
-            f"(ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f}, a uniform guess)")
+    c = m.get("convergence") or {}  # the doctor's own reading of the run: one measurement, quoted everywhere
+    if "first_window_loss" not in c:
+        c = trend.convergence(losses)
+    span = (f"from {c['first_window_loss']:.3f} to {c['last_window_loss']:.3f} (medians of its first and last "
+            f"{c['window']} steps)" if "first_window_loss" in c else f"from {losses[0]:.3f} to {losses[-1]:.3f}")
+    return (f"over {len(losses)} steps the training loss goes {span}; "
+            f"ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f} is a uniform guess")
 
 
 def checklist(lab):

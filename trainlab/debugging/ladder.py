@@ -31,6 +31,7 @@ from torch.profiler import record_function
 from trainlab import atomic, runner, timeline
 from trainlab.data import DataConfig, DeviceLoader, ImageDataset, load_images, standard_transform
 from trainlab.device import autocast_dtype, resolve_device, resolve_precision, synchronize
+from trainlab.display import working
 from trainlab.models import ModelConfig, build_model
 
 BATCH = 128
@@ -190,12 +191,13 @@ def rows_table(rows):
 
 
 def effect(rows, name):
-    """How the rung called `name` changed images/s, in words: within noise when the change is smaller
-    than half the larger of its and the previous rung's chunk spread."""
+    """How the rung called `name` changed images/s, in words: within noise when the change is no larger
+    than the larger of its and the previous rung's chunk spread (the whole range of their chunk rates:
+    a change inside it could be the machine, not the rung)."""
     i = next((i for i, r in enumerate(rows) if r["name"] == name), None)
     if i is None:
         return "not measured"
-    row, noise = rows[i], max(rows[i]["spread"], rows[i - 1]["spread"]) / 2 if i else 0.0
+    row, noise = rows[i], max(rows[i]["spread"], rows[i - 1]["spread"]) if i else 0.0
     if abs(row["vs_previous"] - 1) <= noise:
         return f"made no difference beyond this machine's noise ({row['vs_previous']:.2f}x, noise ±{noise:.0%})"
     return f"{'sped it up' if row['vs_previous'] > 1 else 'slowed it down'} {row['vs_previous']:.2f}x"
@@ -238,8 +240,9 @@ def run(device="auto", steps=20, images_per_epoch=2048, profiled=5, compile=True
             "--width", width, "--out", out]
     args += [] if compile else ["--no-compile"]
     args += ["--only", *only] if only else []
-    result = runner.run_python(module="trainlab.debugging.ladder", args=args,
-                               timeout=timeout, stream=False)
+    count = len(only) if only else len(rungs(resolve_device(device), compile=compile))
+    with working(f"the ladder: {count} rungs, each timed for {steps} steps then profiled, in a child process"):
+        result = runner.run_python(module="trainlab.debugging.ladder", args=args, timeout=timeout, stream=False)
     result.check()
     return json.loads(out.read_text())["rows"]
 

@@ -110,10 +110,10 @@ class HypothesisPanel:
         import ipywidgets as w
 
         toggles = {c: w.ToggleButton(description=c, tooltip=c, layout=w.Layout(width="auto")) for c in self.candidates}
-        rows = [w.HBox([w.Label(category, layout=w.Layout(width="80px")),
-                        *(toggles[c.question] for c in group)], layout=w.Layout(flex_flow="row wrap"))
+        wrap = w.Layout(flex_flow="row wrap")
+        rows = [w.VBox([w.HTML(f"<b>{category}</b>"), w.HBox([toggles[c.question] for c in group], layout=wrap)])
                 for category, group in menu()]
-        rows.append(w.HBox([w.Label("", layout=w.Layout(width="80px")), *(toggles[g] for g in GENERIC)]))
+        rows.append(w.VBox([w.HTML("<b>first guesses</b>"), w.HBox([toggles[g] for g in GENERIC], layout=wrap)]))
         button, status = w.Button(description="Train", button_style="primary"), w.Label()
         self._widget = True
 

@@ -40,13 +40,26 @@ def plot_layer_stats(grads, activations, title=""):
     return fig
 
 
-def plot_lr_range(lrs, losses, suggested=None, title="LR range test"):
+def plot_lr_range(lrs, losses, suggested=None, title="LR range test", divergence=None):
+    """The raw losses, the smoothed curve the reading is taken from (experiments.lr_suggestion), where it
+    diverges and the suggestion; the y axis stops a little above the start so a blow-up at the end does
+    not flatten the part that matters."""
+    from trainlab.doctor.experiments import smoothed
+
     fig, ax = plt.subplots(figsize=(6, 3.4))
-    ax.plot(lrs, [v if math.isfinite(v) else np.nan for v in losses])
+    raw = [v if math.isfinite(v) else np.nan for v in losses]
+    smooth = smoothed(losses)
+    ax.plot(lrs, raw, ".", ms=3, alpha=0.4, color="tab:blue", label="loss at each step")
+    ax.plot(lrs[:len(smooth)], smooth, color="tab:blue", label="smoothed (what the reading uses)")
+    if divergence:
+        ax.axvline(divergence, color="tab:red", ls=":", label=f"diverges from {divergence:.2g}")
     if suggested:
         ax.axvline(suggested, color="tab:green", ls="--", label=f"suggested {suggested:.2g}")
-        ax.legend(fontsize=8)
-    ax.set(xscale="log", xlabel="learning rate", ylabel="loss", title=title)
+    finite = [v for v in smooth if math.isfinite(v)]
+    if finite:
+        ax.set_ylim(0.95 * min(finite), max(1.6 * finite[0], 1.05 * min(finite) + 0.1))
+    ax.legend(fontsize=7)
+    ax.set(xscale="log", xlabel="learning rate (grows every step)", ylabel="loss", title=title)
     fig.tight_layout()
     return fig
 

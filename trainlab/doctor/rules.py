@@ -46,7 +46,8 @@ def symptom_evidence(m, found):
                 f"(medians of the first and last {c['window']}), trend {c['slope_per_100_steps']:+.3f} per 100 steps, "
                 f"noise {c['noise']:.3f}")
         if "last_window_batch_acc" in c:
-            text += f"; batch accuracy {c['last_window_batch_acc']:.1%} against chance {c['chance']:.1%}"
+            text += (f"; batch accuracy {c['last_window_batch_acc']:.1%} against chance {c['chance']:.1%} "
+                     "(always guessing the commonest class of the captured batches)")
         notes["no-convergence"] = text
     if NAN in found:
         step = _first_nonfinite_step(m)
@@ -525,14 +526,15 @@ def control_run(m, x):
     control = (f"the control run (AdamW lr {c['lr']:g}, cross-entropy on the logits, {c['steps']} steps on "
                f"{c['train_batches']} captured batches) took held-out loss {c['held_out_loss_before']:.3f} -> "
                f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
-               f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; predicting the class frequencies scores "
-               f"{c['prior_loss']:.3f})")
+               f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}, the commonest class's share; predicting the "
+               f"class frequencies scores {c['prior_loss']:.3f})")
     if not _not_learning(m):
         where = "the script learns; for comparison"
     elif c["learns"]:
         where = "the fault is in the training loop (loss, optimizer, schedule, clipping, precision), not in the data or model"
     else:
-        where = "the control fails too: the fault is in the data or the model (or they need more steps than this)"
+        where = (f"inconclusive: the control did not learn in its {c['steps']} steps either, so it cannot place the "
+                 "fault - the data or the model may be wrong, or they need more steps than the control gives")
     return Finding("info", "run", "control-run", f"{where}: {control}" + (f"; {script}" if script else ""),
                    {k: c[k] for k in ("held_out_loss_before", "held_out_loss_after", "held_out_acc_before",
                                       "held_out_acc_after", "chance", "prior_loss", "learns")}

@@ -30,6 +30,7 @@ import torch.distributed as dist
 
 from trainlab import atomic, runner
 from trainlab.data import DataConfig, DeviceLoader, load_images
+from trainlab.display import while_working
 from trainlab.distributed.setup import init, seed_everything, shutdown
 from trainlab.models import ModelConfig, build_model
 
@@ -92,6 +93,7 @@ def main(spec_path, out_dir):
     shutdown(exit_process=True)
 
 
+@while_working(lambda spec, world_size, *a, **k: f"{world_size} ranks, timing and profiling: {', '.join(spec)}")
 def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):
     """Run {name: {"kind": ..., options}} in one launch of world_size ranks; return {name: result}."""
     out = Path(folder) / f"experiments-w{world_size}"

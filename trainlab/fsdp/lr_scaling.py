@@ -19,6 +19,7 @@ Used by notebook 02 (scaling the CIFAR CNN).
 from dataclasses import replace
 
 from trainlab.data import DataConfig, load_images
+from trainlab.display import while_working
 from trainlab.loop import TrainConfig, train
 from trainlab.models import ModelConfig
 
@@ -27,6 +28,7 @@ ARMS = {"linear scaling + warmup": dict(scale=True, warmup_frac=0.2),
         "same LR as batch 128": dict(scale=False, warmup_frac=0.2)}
 
 
+@while_working(lambda *a, **k: "the CNN at each global batch, each LR rule (accuracy after the same epochs)")
 def run(device="auto", batches=(64, 256, 1024), epochs=4, n_train=20_000, width=16, arms=ARMS, seed=0):
     """One run per (arm, global batch): test accuracy after `epochs` epochs, and the run itself."""
     data = DataConfig(n_train=n_train, n_test=2_000)

@@ -79,33 +79,41 @@ def table(params, world_size, precision="mixed", optimizer="adam", device_gb=Non
         p = plan(params, world_size, strategy, precision, optimizer, device_gb)
         row = {"strategy": strategy, **{f"{k} GB": round(v / GB, 2) for k, v in p["device"].items()},
                "device GB": round(p["device_total"] / GB, 2), "cpu GB": round(p["cpu_total"] / GB, 2)}
-        if device_gb is not None:
-            row["fits"], row["min ranks"] = p["fits"], p["min_ranks"]
+        if device_gb is not None:  # words, not True/False/None, in a table a learner reads
+            row["fits"] = "yes" if p["fits"] else "no"
+            row["min ranks"] = p["min_ranks"] if p["min_ranks"] is not None else "none: sharding cannot fit it"
         rows.append(row)
     return rows
 
 
+SIZES_B = (0.125, 0.35, 0.76, 1.3, 2.7, 7, 8, 13, 34, 70, 175, 405)  # common model sizes, billions of parameters
+
+
 def planner_widget(params=70e9, world_size=8, device_gb=80):
-    """Sliders and menus for the model above, with a stacked bar per strategy (JupyterLab)."""
+    """Controls for the model above and one figure - a stacked bar per strategy - redrawn in place
+    (so a headless run keeps the figure for the starting values, and nothing shows a stale copy).
+    The size moves through common model sizes, one step per notch, not a log scale a small drag
+    sweeps across."""
     import ipywidgets as w
-    import matplotlib.pyplot as plt
     from IPython.display import display
 
-    billions = w.FloatLogSlider(value=params / 1e9, base=10, min=-2, max=3, step=0.001, readout_format=".3g",
-                                description="params (B)")  # a fine step: 70 reads 70, not 70.8
+    sizes = sorted({*SIZES_B, params / 1e9})
+    billions = w.SelectionSlider(options=[(f"{b:g}", b) for b in sizes], value=params / 1e9,
+                                 description="params (B)", continuous_update=False)
     ranks = w.IntSlider(value=world_size, min=1, max=256, description="ranks")
     memory = w.FloatSlider(value=device_gb, min=8, max=192, step=8, description="GPU GB")
     precision = w.Dropdown(options=PRECISIONS, value="mixed", description="precision")
     optimizer = w.Dropdown(options=sorted(OPTIMIZER_BYTES), value="adam", description="optimizer")
+    controls = dict(billions=billions, ranks=ranks, memory=memory, precision=precision, optimizer=optimizer)
 
-    def draw(billions, ranks, memory, precision, optimizer):
-        fig = plot_plan(billions * 1e9, ranks, precision, optimizer, memory)
-        display(fig)
-        plt.close(fig)
+    def figure():
+        v = {name: c.value for name, c in controls.items()}
+        return plot_plan(v["billions"] * 1e9, v["ranks"], v["precision"], v["optimizer"], v["memory"])
 
-    out = w.interactive_output(draw, dict(billions=billions, ranks=ranks, memory=memory, precision=precision,
-                                          optimizer=optimizer))
-    display(w.VBox([w.HBox([billions, ranks, memory]), w.HBox([precision, optimizer]), out]))
+    display(w.VBox([w.HBox([billions, ranks, memory]), w.HBox([precision, optimizer])]))
+    handle = display(figure(), display_id=True)
+    for control in controls.values():
+        control.observe(lambda _: handle.update(figure()), "value")
 
 
 def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb=80):
@@ -121,8 +129,8 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
         bottoms = [b + v for b, v in zip(bottoms, values)]
     ax.axhline(device_gb, color="black", ls="--", lw=1, label=f"{device_gb:g} GB per GPU")
     for i, p in enumerate(plans):
-        ax.text(i, bottoms[i], f"{p['device_total'] / GB:.3g}" + ("" if p["fits"] else " x"), ha="center", va="bottom",
-                fontsize=8)
+        ax.text(i, bottoms[i], f"{p['device_total'] / GB:,.0f} GB" + ("" if p["fits"] else "\ndoes not fit"),
+                ha="center", va="bottom", fontsize=8, color="black" if p["fits"] else "tab:red")
     # a linear axis: on a log axis a stacked bar's bottom segment (the sharded weights) all but vanishes
     ax.set(ylabel="GB per rank (model states)",
            title=f"{params / 1e9:.3g}B params, {world_size} ranks, {precision}, {optimizer}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from trainlab import labs, runner
+from trainlab.display import while_working
 
 LAB = "fsdp/train"
 BYTES_FP32 = 4
@@ -25,6 +26,7 @@ def lab_script(folder, fixed=True):
     return labs.write(LAB, Path(folder) / ("train.py" if fixed else "train_broken.py"), fixed=fixed)
 
 
+@while_working(lambda configs, world_size, *a, **k: f"{world_size} ranks, one launch: {', '.join(configs)}")
 def run_configs(configs, world_size, folder, device="cpu", timeout=600.0, pg_timeout=60.0, stream=False):
     """Run {name: argv} one after another in one launch of world_size ranks; return
     {name: {"report": dict, "state": path of the full trained state}}."""
@@ -56,6 +58,7 @@ def _clear_outputs(configs, out):
             (out / f"{name}{suffix}").unlink(missing_ok=True)
 
 
+@while_working("the same training in one process (the reference the ranks must match)")
 def run_single(argv, folder, device="cpu", name="single", timeout=300.0):
     """The lab on one process (no torchrun): the reference every world size must match."""
     folder = Path(folder)

@@ -14,6 +14,7 @@ timing there would measure NumPy, not a GPU, and none is reported.
 
 import torch
 
+from trainlab.display import while_working
 from trainlab.kernels import chain, triton_env
 from trainlab.kernels.triton_env import triton
 
@@ -32,6 +33,7 @@ def _launch(kernel, x, bias, scale, shift, **config):
     return y
 
 
+@while_working("every tile configuration: validated, then timed where a GPU can")
 def run(device="cpu", shape=(4096, 768), dtype=torch.float32, seed=0):
     """Every configuration validated against the reference; on a GPU also the autotuner's choice."""
     if not triton_env.AVAILABLE:

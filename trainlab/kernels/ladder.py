@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from trainlab.display import while_working
 from trainlab.kernels import adamw, chain, cross_entropy, timing, triton_env
 
 
@@ -117,6 +118,7 @@ def runnable(rung, device):
     return None
 
 
+@while_working("each kernel rung (eager, compiled, Triton, C++): validated, then timed")
 def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
     """Time every runnable rung of every op (scale 1: 16 MB activations, 8M-element AdamW; on a GPU
     use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs are timed in
@@ -188,6 +190,7 @@ def eager_op_count(fn, *args):
     return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None)
 
 
+@while_working("a ViT training step with each fused kernel against eager")
 def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     """The ViT's training step (module 02's model) with each optimizer / loss combination, timed in
     interleaved rounds: what a kernel buys end to end, not in isolation."""

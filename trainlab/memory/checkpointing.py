@@ -25,6 +25,7 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 from torch.utils.flop_counter import FlopCounterMode
 
+from trainlab.display import progress
 from trainlab.kernels import timing
 from trainlab.kernels.memory import cpu_allocations, peak_above_start
 from trainlab.models import ModelConfig, build_model
@@ -132,7 +133,7 @@ def sweep(depth=16, ks=(None, 1, 2, 4, 8, 16), width=64, batch_size=32, device="
     measure(build(depth, width, device=device), data, repeats=1)  # warm-up: library workspaces are allocated once
     choices = [(k, False) for k in ks] + ([(1, True)] if selective else [])
     rows, plain = [], None
-    for every, sel in choices:
+    for every, sel in progress(choices, desc=f"a {depth}-block ViT step per checkpointing choice: memory, FLOPs, time"):
         row = measure(build(depth, width, every, sel, device=device), data, repeats)
         grads = row.pop("grads")
         plain = plain if plain is not None else grads

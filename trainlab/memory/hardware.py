@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainlab import published, runner
+from trainlab.display import while_working
 from trainlab.kernels import timing
 
 CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -191,6 +192,7 @@ def step_flops(model, batch):
     return counter.get_total_flops()
 
 
+@while_working("the reference loop, timed, and its FLOPs per step counted")
 def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=None):
     """Model FLOPs utilisation of the reference loop (trainlab.loop: the workbook CNN at its
     default settings, in `precision`): FLOPs per step (FlopCounterMode) x steps per second / peak.
@@ -218,6 +220,7 @@ def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=Non
             "mfu": achieved / peak, "batch_size": batch_size, "precision": precision}
 
 
+@while_working(lambda device="cpu", world_size=2, *a, **k: f"{world_size} ranks: all-reduce at each message size")
 def allreduce_rows(device="cpu", world_size=2, sizes_mb=(1, 4, 16, 64), timeout=180):
     """All-reduce bus bandwidth across world_size ranks (trainlab.memory.busbw in a torchrun
     launch); raises with the failing rank's message when the launch fails."""

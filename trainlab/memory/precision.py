@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from trainlab.data import DataConfig, DeviceLoader, load_images
+from trainlab.display import progress
 from trainlab.models import ModelConfig, build_model
 
 FORMATS = ("float32", "tf32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
@@ -94,7 +95,7 @@ def underflow_sweep(model, batch, weights=(1.0, 1e-2, 1e-4, 1e-6), scale=2.0 ** 
     more elements or an auxiliary loss weight does): the share of gradient entries that an fp16
     backward zeroes, without and with a loss scale (GradScaler's initial 2^16), and a bf16 one."""
     rows = []
-    for weight in weights:
+    for weight in progress(weights, desc="backward in fp32, fp16, fp16 x 2^16 and bf16 at each loss weight"):
         reference = gradients(model, batch, None, weight)
         rows.append({"loss_weight": weight, "median_abs_grad": float(reference[reference != 0].abs().median()),
                      "fp16": lost_share(gradients(model, batch, torch.float16, weight), reference),

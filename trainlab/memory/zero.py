@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from trainlab.display import while_working
 from trainlab.distributed import accounting
 from trainlab.fsdp import experiments, planner, runs
 from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp
@@ -188,6 +189,7 @@ def configs(steps=5, depth=8, save=True):
             "zero2": {**base, "mode": "zero2"}, "zero3_checkpointed": {**base, "mode": "zero3", "checkpoint": True}}
 
 
+@while_working(lambda world_size=2, *a, **k: f"{world_size} ranks: DDP, ZeRO-3, ZeRO-2 traffic, ZeRO-3 + checkpointing; memory and bytes")
 def compare(world_size=2, folder=".", device="cpu", steps=5, depth=8, save=True, timeout=600.0):
     """Every run of `configs` in one launch of world_size ranks: {name: result}."""
     return experiments.run(configs(steps, depth, save), world_size, folder, device=device, timeout=timeout)
@@ -225,11 +227,15 @@ def checkpoint_rows(results):
     return out
 
 
+LABELS = {"ddp": "DDP", "zero3": "FSDP2 (ZeRO-3)", "zero2": "FSDP2 kept gathered (ZeRO-2's traffic)",
+          "zero3_checkpointed": "FSDP2 (ZeRO-3) + checkpointing"}  # what each run is, in the table and the plot
+
+
 def rows(results):
     """One row per run: measured against planned model states and bytes sent, peak, step time."""
     out = []
     for name, r in results.items():
-        out.append({"run": name, "state MiB/rank": max(r["state_bytes"]) / 2**20,
+        out.append({"run": LABELS.get(name, name), "state MiB/rank": max(r["state_bytes"]) / 2**20,
                     "planned MiB/rank": r["planned_state_bytes"] / 2**20,
                     "peak MiB/rank": max(r["peak_bytes"]) / 2**20,
                     "sent MiB/step": r["send_bytes"] / 2**20, "ring model MiB": r["expected_send_bytes"] / 2**20,

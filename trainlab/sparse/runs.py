@@ -9,11 +9,13 @@ import math
 from pathlib import Path
 
 from trainlab import runner
+from trainlab.display import while_working
 from trainlab.sparse import cost
 
 SPARSE = ("gloo_sparse", "allgather", "partitioned", "recursive_doubling")
 
 
+@while_working(lambda ranks, size, densities, *a, **k: f"{ranks} ranks: every pattern at {len(densities)} densities")
 def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
     out = Path(folder) / f"sweep{ranks}.json"
     result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
@@ -23,6 +25,7 @@ def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
     return json.loads(out.read_text())
 
 
+@while_working(lambda ranks, *a, **k: f"{ranks} ranks: the embedding model, dense against sparse sync")
 def run_workload(ranks, folder, steps=100, timeout=600.0):
     out = Path(folder) / "workload.json"
     result = runner.run_distributed(module="trainlab.sparse.workload", nproc=ranks, args=[out, "--steps", steps],
@@ -32,6 +35,7 @@ def run_workload(ranks, folder, steps=100, timeout=600.0):
     return json.loads(out.read_text())["runs"]
 
 
+@while_working(lambda ranks, *a, **k: f"{ranks} ranks: DDP with each communication hook")
 def run_hooks(ranks, folder, steps=60, arms=None, timeout=900.0):
     """DDP communication hooks (trainlab.sparse.hooks) on the CIFAR CNN: {arm: run}."""
     out = Path(folder) / "hooks.json"
@@ -43,6 +47,7 @@ def run_hooks(ranks, folder, steps=60, arms=None, timeout=900.0):
     return json.loads(out.read_text())["runs"]
 
 
+@while_working(lambda ranks, *a, **k: f"{ranks} ranks: the table sharded by rows")
 def run_rowwise(ranks, folder, steps=40, timeout=600.0):
     """The embedding-bag workload with its table sharded by rows (trainlab.sparse.rowwise), against
     the same training in one process."""

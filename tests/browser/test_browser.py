@@ -45,10 +45,18 @@ def chromium():
     return path
 
 
-def browser_cells(name):
-    """Indices of the learner notebook's parameters cell and its cells tagged `browser`."""
+def browser_cells(name, only=None):
+    """Indices of the learner notebook's parameters cell and its cells tagged `browser` - or, given
+    `only` (regexes), its parameters and setup cells and the browser cells whose source matches one."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    return [i for i, c in enumerate(nb.cells) if {"parameters", "browser"} & set(c.metadata.get("tags", []))]
+
+    def wanted(cell):
+        tags = set(cell.metadata.get("tags", []))
+        if only is None:
+            return bool({"parameters", "browser"} & tags)
+        return bool({"parameters", "setup"} & tags) or ("browser" in tags and any(re.search(p, cell.source, re.M)
+                                                                                  for p in only))
+    return [i for i, c in enumerate(nb.cells) if wanted(c)]
 
 
 @pytest.fixture(scope="session")
@@ -77,12 +85,12 @@ def browser(chromium):
 
 @pytest.fixture
 def open_notebook(server, browser):
-    """open_notebook(name, whole=False): the learner notebook (its browser cells, or whole) in a new
-    page; the page and its kernel close after the test."""
+    """open_notebook(name, whole=False, only=None): the learner notebook (its browser cells, those of them
+    `only` names, or whole) in a new page; the page and its kernel close after the test."""
     opened = []
 
-    def open_(name, whole=False):
-        path = workspace_copy(NOTEBOOKS / name, server.root, None if whole else browser_cells(name), smoke=True)
+    def open_(name, whole=False, only=None):
+        path = workspace_copy(NOTEBOOKS / name, server.root, None if whole else browser_cells(name, only), smoke=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         opened.append(page)
         return Session(name, NotebookPage(page, server, path), whole)
@@ -250,10 +258,12 @@ def outward_address():
     return None if address.startswith("127.") else address
 
 
-def test_notebook_00_batch_browser_pages_and_an_exercise_cell_is_judged(open_notebook):
-    s = open_notebook("00_start_here.ipynb")
+def test_notebook_00_walked_whole_its_batch_browser_pages_and_its_exercise_is_judged(open_notebook):
+    """make test's whole-notebook walk: every cell of 00 in order, as a learner runs them, then its widgets."""
+    s = open_notebook("00_start_here.ipynb", whole=True)
     nb = s.nb
     s.run_all()
+    assert_every_lab_cell_shows_a_verdict(s)
     browser = s.index(r"batch_browser")
     image = nb.cell(browser).locator("img").first
     first = image.get_attribute("src")
@@ -325,7 +335,7 @@ def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser
 
 def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wrong_one_graded_with_its_reason(
         open_notebook):
-    s = open_notebook("01_debugging.ipynb")
+    s = open_notebook("01_debugging.ipynb", only=[r'^diagnosis\.form\("debugging/nc_7"\)', r"^%%lab debugging/nc_7"])
     nb = s.nb
     s.run_all()
     experiments = nb.append_cell('investigate.run("debugging/nc_7", "gradient-freshness"); '
@@ -363,7 +373,7 @@ def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wro
 
 
 def test_notebook_01_what_explains_a_fix_stays_locked_until_the_fix_passes(open_notebook):
-    s = open_notebook("01_debugging.ipynb")
+    s = open_notebook("01_debugging.ipynb", only=[r"^%%lab debugging/slow_3", r"slow3-after-fix"])
     nb = s.nb
     s.run_all()
     after = s.index(r"unlock\('01_debugging', 'slow3-after-fix'\)")
@@ -397,8 +407,9 @@ def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
     s.assert_no_errors()
 
 
-@pytest.mark.parametrize("name", ["03_sparse_allreduce.ipynb", "04_custom_kernels.ipynb",
-                                  "05_memory_precision_hardware.ipynb"])
+@pytest.mark.parametrize("name", [pytest.param("03_sparse_allreduce.ipynb", marks=pytest.mark.full),
+                                  pytest.param("04_custom_kernels.ipynb", marks=pytest.mark.full),
+                                  "05_memory_precision_hardware.ipynb"])  # make test: 05; the rest in make test-full
 def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     s = open_notebook(name)
     s.run_all()
@@ -411,12 +422,20 @@ def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     s.assert_no_errors()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n.startswith("00_") else [pytest.mark.full, pytest.mark.exhaustive])
-                                  for n in NOTEBOOK_NAMES])  # make test walks 00 whole; make test-full every one
+@pytest.mark.full
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("name", [n for n in NOTEBOOK_NAMES if not n.startswith("00_")])  # 00: walked whole above
 def test_every_cell_runs_in_the_browser(open_notebook, name):
     s = open_notebook(name, whole=True)
     s.run_all(timeout=600)
     s.assert_no_errors()
+    assert_every_lab_cell_shows_a_verdict(s)
+
+
+def assert_every_lab_cell_shows_a_verdict(s):
+    """After a whole walk: every cell that opens a lab inserted one, every %%lab cell (shipped or inserted)
+    shows its verdict, and every locked explanation stayed locked (no fix passed on the way)."""
+    name = s.name
     cells = s.nb.saved().cells
     inserted = len(cells) - len(s.shipped)
     assert inserted == sum(bool(INSERTS_CELLS.search(c.source)) for c in s.shipped), "a cell that opens a lab inserted none"

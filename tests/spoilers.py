@@ -23,14 +23,15 @@ spoilers any more.
 import functools
 import re
 
-from trainlab import drill, labs
+from trainlab import drill, labs, paths
 from trainlab.checks import exercises
 from trainlab.doctor.causes import CAUSES
 
 # a cell that asks for the answer in code; `unlock(...)` and `interview.reveal()` are gates, asking only with ask=True
 REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(|\bask\s*=\s*True")
 RUNS_A_FIX = re.compile(r"\bfixed\s*=\s*(?!False\b|None\b|\(\)|set\(\))")  # labs.source(name, fixed=...) with a fix
-NAMED_FILE = re.compile(r"(?<![\w/.-])((?:labs|docs|solutions|benchmarks|notebooks|work)/[\w./-]*\w)")
+# a path into this repository: relative (from the learner's root, or ../ out of it) or absolute
+NAMED_FILE = re.compile(r"(?<![\w.-])((?:\.\./)*|/[\w./-]*/)((?:labs|docs|solutions|benchmarks|notebooks|work)/[\w./-]*\w)")
 DRILL = re.compile(r"\bdrill/(\d+)(?![\w-])")  # a drill a cell made at run time (trainlab.drill), named in its output
 BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
 MARKER = re.compile(r"#\s*BUG\b|^\s*#\+", re.M)
@@ -88,12 +89,13 @@ HEADER = re.compile(r"^#\|", re.M)
 QUESTIONS = [c.question for c in CAUSES.values()]
 
 
-def _learners_file(path):
+def _learners_file(prefix, path):
     """A path a notebook may point the learner to: a clean lab script in their root (`labs/...py`,
-    which `make lab` writes from the lab), or a folder of them."""
+    which `make lab` writes from the lab) or a folder of them - or a path that is not this
+    repository's at all (another project's file in a citation)."""
+    if prefix or not path.startswith(("labs/", "work/labs/")):  # out of the learner's root, or not a lab
+        return not (paths.REPO / path).exists() and not path.startswith(("labs/", "solutions/"))
     path = path.removeprefix("work/")
-    if not path.startswith("labs/"):
-        return False
     stem = path.removeprefix("labs/").removesuffix(".py").rstrip("/")
     return stem in labs.names() or any(n.startswith(stem + "/") for n in labs.names())
 
@@ -133,19 +135,19 @@ def scan(nb, label=""):
                 problems.append(f"{at}: a fix marker: {MARKER.search(text).group(0)!r}")
             if CATEGORY_LIST.search(text):
                 problems.append(f"{at}: a category list: {CATEGORY_LIST.search(text).group(0)!r}")
-            menu = all(q in text for q in QUESTIONS)  # the whole menu names every cause alike
+            menu = all(q in text for q in QUESTIONS) or all(f"[{c}]" in text for c in CAUSES)  # names every cause alike
             generated = "generated-notice" in cell.get("metadata", {}).get("tags", [])  # replaced in the learner's copy
             if (cell.cell_type == "markdown" and not generated) or where.startswith("output"):
-                problems += [f"{at}: names {path!r}, a file that holds answers"
-                             for path in NAMED_FILE.findall(text) if not _learners_file(path)]
+                problems += [f"{at}: names {prefix + path!r}, a file that holds answers"
+                             for prefix, path in NAMED_FILE.findall(text) if not _learners_file(prefix, path)]
             for name in hidden:
                 causes, lines = answers[name]
                 short = name.split("/")[1]
                 if (where == "source" and cell.cell_type == "code" and not script and RUNS_A_FIX.search(text)
-                        and (f'"{name}"' in text or f'"{short}"' in text)):
+                        and re.search(rf"""["']({re.escape(name)}|{re.escape(short)})["']""", text)):
                     problems.append(f"{at}: runs {name}'s fix on the learner's way through the notebook (lock it)")
                 for cause in sorted(causes - public):
-                    if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text):
+                    if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text) and not menu:
                         problems.append(f"{at}: cause id {cause!r} of {name}, before its hint")
                     question = CAUSES[cause].question if cause in CAUSES else None
                     if question and question in text and not menu:

@@ -21,6 +21,6 @@ CACHE = Path(os.environ.get("TRAINLAB_CACHE", Path.home() / ".cache" / "trainlab
 def outputs(*parts):
     """A folder for files a notebook links to (profiler traces): inside the learner's root when the
     kernel runs there (JupyterLab serves nothing outside it), else under build/."""
-    cwd = Path.cwd().resolve()
-    base = WORK / "output" if cwd == WORK or WORK in cwd.parents else BUILD
+    cwd, work = Path.cwd().resolve(), WORK.resolve()  # work/ may be a link to another disk
+    base = WORK / "output" if cwd == work or work in cwd.parents else BUILD
     return base.joinpath(*parts)

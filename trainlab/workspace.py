@@ -1,10 +1,11 @@
 """The learner's root: `make lab` serves `work/`, never the repository.
 
 `work/` (git-ignored) holds what a learner may open:
-- a working copy of each learner notebook of `notebooks/`, copied the first time it is seen and
-  never overwritten (`make notebooks` and `git pull` regenerate `notebooks/`; a learner who edited
-  those would lose their work). When a shipped notebook changes under a copy, it says so;
-  `--refresh NAME` replaces that copy, keeping the old one as a backup beside it;
+- a working copy of each learner notebook of `notebooks/`, copied the first time it is seen
+  (`make notebooks` and `git pull` regenerate `notebooks/`; a learner who edited those would lose
+  their work). A copy the learner never saved changes to follows the shipped notebook; an edited
+  one is never overwritten: when the shipped notebook changes under it, this says so, and
+  `--refresh NAME` replaces it, keeping the old one as a backup beside it;
 - `labs/<module>/<name>.py`: each broken script as a colleague would hand it over - the shipped
   text with no `#|` header (the causes and their explanations) and no fix markers. A copy the
   learner has not edited follows the lab when it changes; an edited one is kept.
@@ -26,7 +27,7 @@ from pathlib import Path
 from trainlab import atomic, labs, paths
 
 WORK = paths.WORK
-MANIFEST = ".shipped.json"  # file in work/ -> hash of what was copied there (notebook: the shipped one's)
+MANIFEST = ".shipped.json"  # file in work/ -> hash of what was written there (a notebook: also the shipped one's)
 FIRST = "00_start_here.ipynb"
 LAB_SETTINGS = Path(__file__).resolve().parent / "lab_settings"  # JupyterLab defaults: no news prompt
 
@@ -51,20 +52,22 @@ def lab_files(lab_names=None):
 
 
 def sync(work=WORK, notebooks=paths.NOTEBOOKS, lab_names=None):
-    """Copy learner notebooks missing from work/ and refresh the clean lab scripts; return (notebooks
-    copied, notebooks changed since their copy)."""
+    """Copy learner notebooks missing from work/ (or whose copy is untouched and out of date) and refresh
+    the clean lab scripts; return (notebooks copied, edited copies whose shipped notebook changed)."""
     work = Path(work)
     work.mkdir(exist_ok=True)
     manifest_path = work / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     copied, changed = [], []
     for notebook in sorted(Path(notebooks).glob("*.ipynb")):
-        target = work / notebook.name
-        if not target.exists():
-            atomic.write_text(target, _notice(notebook.read_text(), notebook.name))
-            manifest[notebook.name] = _hash(notebook.read_bytes())
+        target, shipped = work / notebook.name, _hash(notebook.read_bytes())
+        untouched = target.exists() and manifest.get(f"{notebook.name}#copy") == _hash(target.read_bytes())
+        if not target.exists() or (untouched and manifest.get(notebook.name) != shipped):
+            text = _notice(notebook.read_text(), notebook.name)
+            atomic.write_text(target, text)
+            manifest[notebook.name], manifest[f"{notebook.name}#copy"] = shipped, _hash(text)
             copied.append(notebook.name)
-        elif manifest.get(notebook.name) not in (None, _hash(notebook.read_bytes())):
+        elif manifest.get(notebook.name) not in (None, shipped):
             changed.append(notebook.name)
     for relative, text in lab_files(lab_names).items():
         target = work / relative

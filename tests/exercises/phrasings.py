@@ -118,6 +118,9 @@ NOTHING = [  # symptoms, dismissals and negations: no cause is named
     "the loss is nan", "weights blow up", "torch.compile is slow", "the accuracy stays at 10%",
     "the learning rate is fine", "it's not the labels", "ruled out clipping", "the weight decay looks okay",
     "not the data loader", "the labels are correct", "the gradients look healthy", "nothing wrong with the schedule",
+    # found by a review after the rules were first written: denials and healthy statements
+    "the lr isn't too high", "the learning rate is not high", "the labels match the images",
+    "I don't think the labels are wrong", "I tried a lower learning rate and it did not help",
 ]
 
 DISMISSED_THEN_NAMED = [

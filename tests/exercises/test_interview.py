@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from tests import spoilers
+from tests import matrix, spoilers
 from tests.exercises import phrasings
 from trainlab import labs, paths, workspace
 from trainlab.checks import diagnosis, exercises, magic
@@ -64,14 +64,20 @@ def test_the_scan_finds_each_kind_of_spoiler_and_forgives_what_a_hint_revealed()
     assert any("labels-misaligned" in p and "output" in p for p in spoilers.scan(output))
 
 
-def test_hypothesis_panel_offers_the_same_questions_on_every_lab_worded_alike():
-    offered = {name: HypothesisPanel(name, max_steps=1).candidates for name in labs.names(*labs.TRAINING)}
-    first = next(iter(offered.values()))
-    assert all(c == first for c in offered.values()), "the panel's toggles differ between labs: they name the answer"
-    assert all(label.endswith("?") or label.startswith("first guess: ") for label in first), first
-    assert not [label for label in first if "fix" in label or label.endswith(")")], first  # no "(apply its fix)"
-    for name in offered:
-        assert not [line for line in spoilers.fixed_lines(name) if line in " ".join(first)]
+@pytest.mark.parametrize("name", labs.names(*labs.TRAINING))
+def test_the_hypothesis_panel_offers_edits_of_the_scripts_own_text_never_its_fix(name):
+    """Each change is a plain edit of the script as shipped (the same edit on every script that has the line
+    it changes): toggling every one of them never applies a line of the lab's fix."""
+    from trainlab.debugging.panel import CHANGES
+
+    panel = HypothesisPanel(name, max_steps=1)
+    assert panel.candidates and set(panel.candidates) <= set(CHANGES)
+    everything = panel.source(panel.candidates)
+    assert not [line for line in spoilers.fixed_lines(name) if line in everything]
+    assert not [c for c in labs.get(name).causes if c in " ".join(panel.candidates)]
+    shipped = labs.source(name)
+    for change in panel.candidates:
+        assert panel.source([change]) == CHANGES[change](shipped) != shipped
 
 
 @pytest.mark.parametrize("name", list(exercises.everything()))
@@ -162,7 +168,10 @@ def fresh_session(monkeypatch):
     monkeypatch.setattr(diagnosis, "HELP", {})
     monkeypatch.setattr(investigate, "LOG", [])
     from trainlab import doctor
+    from trainlab.checks import locks
     monkeypatch.setattr(doctor, "USED", [])
+    monkeypatch.setattr(locks, "PASSED", set())
+    monkeypatch.setattr(locks, "RAN", set())
 
 
 def _saw(lab, *experiments):
@@ -214,22 +223,6 @@ def test_citing_every_experiment_is_not_evidence_and_an_empty_diagnosis_is_not_r
     assert not grade.right and "cannot show any cause you named" in grade.message
 
 
-def test_every_question_the_panel_answers_counts_as_help_not_only_the_labs_own(fresh_session, monkeypatch):
-    from trainlab.debugging.panel import GENERIC, QUESTIONS
-
-    monkeypatch.setattr("trainlab.debugging.panel.run_variants",
-                        lambda variants, *a, **k: {v["name"]: {"losses": [2.3], "accuracy": 0.1} for v in variants})
-    panel = HypothesisPanel("debugging/nc_7", max_steps=1)
-    panel.run([next(iter(GENERIC))])
-    assert "debugging/nc_7" not in diagnosis.HELP  # a first guess is the learner's own experiment
-    not_a_cause = next(q for q, cause in QUESTIONS.items() if cause not in labs.fixes("debugging/nc_7"))
-    assert panel.source([not_a_cause]) == labs.source("debugging/nc_7")  # already healthy there: unchanged
-    panel.run([not_a_cause])
-    assert diagnosis.HELP["debugging/nc_7"] == ["panel"]  # recorded alike, so the record says nothing either
-    own = next(q for q, cause in QUESTIONS.items() if cause in labs.fixes("debugging/nc_7"))
-    assert panel.source([own]) == labs.source("debugging/nc_7", fixed={QUESTIONS[own]})
-
-
 def test_a_diagnosis_needs_evidence_seen_in_this_kernel_and_known_causes(fresh_session):
     lab = "debugging/nc_1"
     with pytest.raises(ValueError, match="investigate.run"):
@@ -268,6 +261,8 @@ def test_working_copies_are_created_once_never_overwritten_and_flagged_when_the_
     (shipped / "00_a.ipynb").write_text(notebook("shipped a"))
     assert workspace.sync(work, shipped) == (["00_a.ipynb"], [])
     assert "Your working copy" in (work / "00_a.ipynb").read_text()  # not "edit the solution, not this file"
+    (shipped / "00_a.ipynb").write_text(notebook("shipped a, improved"))  # the copy was never edited: it follows
+    assert workspace.sync(work, shipped) == (["00_a.ipynb"], []) and "improved" in (work / "00_a.ipynb").read_text()
     (work / "00_a.ipynb").write_text("my answers")
     (shipped / "00_a.ipynb").write_text(notebook("regenerated a"))
     (shipped / "01_b.ipynb").write_text(notebook("new notebook"))
@@ -336,3 +331,44 @@ def test_the_first_rung_names_several_experiments_and_one_that_shows_each_cause(
     assert len(named) >= 2, first
     for cause in labs.get(name).causes:
         assert named & set(causes.get(cause).evidence), (cause, first)
+
+
+def widget_texts(obj, monkeypatch):
+    """Every label a learner can read on obj's widget (descriptions, options, tooltips, HTML and label
+    values), found by walking the widget tree its display builds, not its hand-written text form."""
+    import ipywidgets as w
+
+    built = []
+    monkeypatch.setattr("trainlab.display.show_widget", lambda widget, text: built.append(widget))
+    for module in ("trainlab.checks.diagnosis", "trainlab.checks.helpbox", "trainlab.debugging.panel"):
+        monkeypatch.setattr(f"{module}.show_widget", lambda widget, text: built.append(widget), raising=False)
+    monkeypatch.setattr("trainlab.debugging.panel.in_ipython", lambda: False)
+    obj._ipython_display_()
+    found, stack = [], list(built)
+    while stack:
+        widget = stack.pop()
+        if isinstance(widget, w.Box):
+            stack.extend(widget.children)
+            continue
+        for name in ("description", "tooltip", "value", "placeholder"):
+            value = getattr(widget, name, None)
+            if isinstance(value, str) and value:
+                found.append(value)
+        found += [str(o[0] if isinstance(o, tuple) else o) for o in getattr(widget, "options", ())]
+    return found
+
+
+@pytest.mark.parametrize("name", matrix.lab_params(labs.names(*labs.TRAINING)))
+def test_no_widget_shown_before_a_lab_names_its_answer(name, monkeypatch):
+    """The panel, the diagnosis form and the help buttons, read off their widget trees and set before the
+    lab's cell as a learner meets them: the spoiler scan finds nothing (the form's full menu names every
+    cause alike)."""
+    from trainlab.checks import exercises
+    from trainlab.checks.diagnosis import DiagnosisForm
+
+    widgets = [widget_texts(w, monkeypatch) for w in (HypothesisPanel(name, max_steps=1), DiagnosisForm(name),
+                                                      exercises.get(name).help())]
+    assert any("Next hint" in t for t in widgets[2]) and any("[labels-misaligned]" in t for t in widgets[1])
+    nb = nbformat.v4.new_notebook(cells=[*(nbformat.v4.new_markdown_cell("\n".join(texts)) for texts in widgets),
+                                         nbformat.v4.new_code_cell(f"%%lab {name}\n{labs.source(name)}")])
+    assert spoilers.scan(nb, name) == []  # each widget read on its own: one's full menu cannot hide another's leak

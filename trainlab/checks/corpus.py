@@ -113,6 +113,22 @@ def clip_gradients(max_norm=1.0):
     return edit
 
 
+def no_weight_decay(text):
+    """Weight decay set to 0 wherever the script sets it."""
+    new, count = re.subn(r"\bweight_decay=([0-9.e-]+)", "weight_decay=0", text)
+    if not count:
+        raise EditError("turn weight decay off: nothing to change in this script")
+    return new
+
+
+def no_lr_schedule(text):
+    """Every LR scheduler's step() turned into a no-op: the learning rate stays at its first value."""
+    new, count = re.subn(r"^(\s*)(\w*sched\w*)\.step\(\)", r"\1pass  # \2.step() turned off", text, flags=re.M)
+    if not count:
+        raise EditError("turn the LR schedule off: nothing to change in this script")
+    return new
+
+
 def train_longer(text, factor=10):
     """Ten times as many epochs."""
     return _sub_once(r"range\((\d+)\):", lambda m: f"range({int(m.group(1)) * factor}):", text, "train longer")

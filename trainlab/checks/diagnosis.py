@@ -84,8 +84,8 @@ def read_words(text):
     found = catalogue.match(text)
     lines = "\n".join(f"- {catalogue.get(c).question} `[{c}]`" for c in found)
     say(f"Your words read as {'this cause' if len(found) == 1 else f'these {len(found)} causes'}:\n{lines}\n\n"
-        "Is that what you mean? Nothing is recorded yet: tick them in the form and press Submit, or call "
-        f"`diagnosis.state(LAB, causes={list(found)}, evidence=[...])`.")
+        "Is that what you mean? Nothing is recorded yet: in the form, *Use this reading* ticks exactly these "
+        f"(then Submit); in code, `diagnosis.state(LAB, causes={list(found)}, evidence=[...])`.")
     return found
 
 
@@ -107,8 +107,10 @@ def state(lab, causes=None, evidence=(), text=None, confirm=False):
     kernel, that support it. Returns the Diagnosis. Words (text=) are read back as causes and recorded
     only with confirm=True: otherwise this shows what they read as and records nothing."""
     name = labs.resolve(lab)
-    if text and not confirm:
+    if text and not confirm:  # read back, never recorded: a misreading must not spend the graded diagnosis
         read_words(text)
+        if causes:
+            say(f"(`causes={list(causes)}` was given too: nothing is recorded until you confirm.)")
         return None
     ids = _cause_ids(causes, text)
     gathered = {e.experiment: e for e in investigate.logged(name)}
@@ -182,6 +184,8 @@ class DiagnosisForm:
         groups = [w.VBox([w.HTML(f"<b>{category}</b>"), *(line(c) for c in group)]) for category, group in catalogue.menu()]
         words = w.Text(placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%"))
         read, refresh = w.Button(description="Read my words"), w.Button(description="refresh evidence")
+        use = w.Button(description="Use this reading", disabled=True)
+        reading = []  # the causes the words last read as
         submit, out = w.Button(description="Submit", button_style="primary"), w.Output()
         evidence_box, chosen = w.VBox(), w.HTML()
         evidence = {}
@@ -207,11 +211,17 @@ class DiagnosisForm:
         def on_read(_):
             with out:
                 out.clear_output()
+                reading.clear()
                 try:
-                    for cause in read_words(words.value):
-                        boxes[cause].value = True
-                except ValueError as exc:
-                    print(f"not read: {exc}")
+                    reading.extend(read_words(words.value))
+                except ValueError:
+                    print("No cause read in these words: tick the causes above instead.")
+                use.disabled = not reading
+
+        def on_use(_):  # the learner's confirmation: exactly the causes read, in place of any ticked before
+            for cause, box in boxes.items():
+                box.value = cause in reading
+            use.disabled = True
 
         def send(_):
             with out:
@@ -225,10 +235,11 @@ class DiagnosisForm:
         for box in boxes.values():
             box.observe(summary, "value")
         read.on_click(on_read)
+        use.on_click(on_use)
         refresh.on_click(reload)
         submit.on_click(send)
         reload()
         show_widget(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
-                            w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")), w.HBox([words, read]),
+                            w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")), w.HBox([words, read, use]),
                             w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"), evidence_box,
                             chosen, w.HBox([refresh, submit]), out]), repr(self))

@@ -7,6 +7,7 @@ to anyone stepping to the next section; a button does nothing until it is clicke
 (papermill) show one line saying how to ask from code instead.
 """
 
+from trainlab.checks import diagnosis
 from trainlab.display import show, show_widget
 
 
@@ -26,7 +27,13 @@ class HelpBox:
 
     def _label(self):
         rung, total = self.exercise._next_hint + 1, len(self.exercise.hints)
-        return f"Next hint ({rung} of {total})" if self.exercise.hints else "No hints"
+        if not self.exercise.hints:
+            return "No hints"
+        return f"Next hint ({rung} of {total})" if not self._shown_last() else f"All {total} hints shown"
+
+    def _shown_last(self):
+        used = diagnosis.HELP.get(self.exercise.lab, [])
+        return f"hint {len(self.exercise.hints)}" in used
 
     def _ipython_display_(self):
         import ipywidgets as w
@@ -38,7 +45,7 @@ class HelpBox:
         def on_hint(_):
             with out:
                 self.exercise.hint()
-            hint.description = self._label()
+            hint.description, hint.disabled = self._label(), self._shown_last()
 
         hint.on_click(on_hint)
         if self.offers_doctor:
@@ -56,7 +63,11 @@ class HelpBox:
             buttons.append(doctor)
         solution = w.Button(description="The solution", layout=w.Layout(width="auto"))
 
-        def on_solution(_):
+        def on_solution(_):  # two clicks: a slip of the mouse must not show (and record) the whole fix
+            if solution.description == "The solution":
+                solution.description, solution.button_style = "Show the fix? Click again", "warning"
+                return
+            solution.description, solution.button_style = "The solution", ""
             with out:
                 self.exercise.solution()
 

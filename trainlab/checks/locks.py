@@ -58,7 +58,9 @@ def unlock(notebook, cell_id, ask=False):
     path, cells = _cells(notebook)
     index = next((i for i, c in enumerate(cells) if c.get("id") == cell_id), None)
     if index is None:
-        raise KeyError(f"{path.name} has no cell {cell_id!r}: run `make notebooks` to regenerate your notebooks' calls")
+        raise KeyError(f"{path.name} has no cell {cell_id!r}: your copy of {notebook}.ipynb is older than the workbook; "
+                       f"take the new one with `python -m trainlab.workspace --refresh {notebook}.ipynb` (yours is kept "
+                       "as a backup)")
     cell = cells[index]
     opened, waiting = is_open(opens_after(cell), ask)
     if not opened:
@@ -69,8 +71,9 @@ def unlock(notebook, cell_id, ask=False):
     if cell.cell_type == "markdown":
         say(cell.source)
         return True
+    labs_here = set(opens_after(cell))  # only the cells that explain these labs: asking opens nothing else
     earlier = [c for c in cells[:index] if c.cell_type == "code" and opens_after(c)
-               and (notebook, c.get("id")) not in RAN and is_open(opens_after(c), ask)[0]]
+               and set(opens_after(c)) <= labs_here and (notebook, c.get("id")) not in RAN]
     for c in [*earlier, cell]:
         _run(notebook, c)
     return True
@@ -83,5 +86,5 @@ def _run(notebook, cell):
     if ipython is None:
         raise RuntimeError("trainlab.checks.unlock runs a notebook cell: call it from a notebook")
     result = ipython.run_cell(cell.source, store_history=False)
-    RAN.add((notebook, cell.get("id")))
     result.raise_error()
+    RAN.add((notebook, cell.get("id")))  # only once it ran through: a failed cell runs again next time

@@ -1,19 +1,17 @@
-"""The hypothesis panel: test hypotheses on a lab one change at a time, and compare.
+"""The hypothesis panel: change a lab one thing at a time, train, and compare the curves.
 
     panel = HypothesisPanel("debugging/nc_7")
-    panel                      # JupyterLab: a toggle per hypothesis, a Train button, the curves
-    panel.run(["first guess: lower the learning rate 10x"])   # the same from code (headless notebooks)
+    panel                      # JupyterLab: a toggle per change, a Train button, the curves
+    panel.run(["lower the learning rate 10x"])   # the same from code (headless notebooks)
 
-The panel offers the same hypotheses on every script: one per question of the checklist (the
-doctor's cause list, `trainlab.doctor.causes`, by category) and two common first guesses. A
-question toggled on makes the script behave as if its answer were healthy: where the script has
-that fault, the fix from its file in labs/ is applied, unseen; where it has not, the script already
-behaves so and nothing changes. Nothing on the panel differs between a lab's own causes and the
-rest, so its labels give no answer away; each question used is recorded as help (the first guesses
-change the script as they say, and are the learner's own experiments). Each run goes through the
-measuring child (`trainlab.measure`) for the same bounded number of steps, so the curves compare
-like with like; every run stays on the plot, labelled by its changes. The figure is one output,
-redrawn in place while a run trains. Used in notebook 01.
+The panel offers the changes an engineer tries by hand when a run misbehaves - lower or raise the
+learning rate, clip the gradients, turn weight decay or the LR schedule off - each a plain edit of
+the script's own text (`trainlab.checks.corpus`), offered wherever the script has the line it edits.
+None of them reads the lab's fix: they are experiments, not answers, and several are the symptom
+masks a check rejects - seeing one move the curves says where to look, never that it is the fix.
+Each run goes through the measuring child (`trainlab.measure`) for the same bounded number of
+steps, so the curves compare like with like; every run stays on the plot, labelled by its changes.
+The figure is one output, redrawn in place while a run trains. Used in notebook 01.
 """
 
 import textwrap
@@ -21,15 +19,15 @@ import textwrap
 import matplotlib.pyplot as plt
 
 from trainlab import labs
-from trainlab.checks import diagnosis
-from trainlab.checks.corpus import clip_gradients, lower_lr
+from trainlab.checks.corpus import EditError, clip_gradients, lower_lr, no_lr_schedule, no_weight_decay
 from trainlab.display import in_ipython, show, show_widget
-from trainlab.doctor.causes import menu
 from trainlab.measure import run_variants
 
-GENERIC = {"first guess: lower the learning rate 10x": lower_lr,
-           "first guess: clip gradients at norm 1": clip_gradients(1.0)}
-QUESTIONS = {c.question: c.id for _, group in menu() for c in group}  # the same on every script
+CHANGES = {"lower the learning rate 10x": lower_lr,
+           "raise the learning rate 10x": lambda text: lower_lr(text, factor=0.1),
+           "clip gradients at norm 1": clip_gradients(1.0),
+           "turn weight decay off": no_weight_decay,
+           "turn the learning-rate schedule off": no_lr_schedule}
 
 
 def _smooth(values, window=10):
@@ -44,8 +42,7 @@ def _smooth(values, window=10):
 class HypothesisPanel:
     def __init__(self, lab, max_steps=120, device="cpu"):
         self.lab, self.max_steps, self.device = lab, max_steps, device
-        self._own = set(labs.fixes(lab))  # what a question toggled on applies; never shown
-        self.candidates = [*QUESTIONS, *GENERIC]
+        self.candidates = [name for name, edit in CHANGES.items() if _applies(edit, labs.source(lab))]
         self.runs = {}  # label -> report
         self.fig = plt.figure(figsize=(14, 3.6))
         plt.close(self.fig)
@@ -53,10 +50,9 @@ class HypothesisPanel:
         self._widget = False
 
     def source(self, changes):
-        text = labs.source(self.lab, fixed={QUESTIONS[c] for c in changes if c in QUESTIONS} & self._own)
+        text = labs.source(self.lab)
         for name in changes:
-            if name in GENERIC:
-                text = GENERIC[name](text)
+            text = CHANGES[name](text)
         return text
 
     def run(self, changes=(), live=None):
@@ -65,8 +61,6 @@ class HypothesisPanel:
         unknown = set(changes) - set(self.candidates)
         if unknown:
             raise ValueError(f"unknown change(s) {sorted(unknown)}; choose from {self.candidates}")
-        if any(c in QUESTIONS for c in changes):  # a question answered for the learner is help, like a hint
-            diagnosis.used_help(self.lab, "panel")
         label = " + ".join(changes) or "as shipped"
         variant = {"name": label, "source": self.source(changes), "max_steps": self.max_steps, "curves": True}
         live = self._widget if live is None else live
@@ -95,25 +89,21 @@ class HypothesisPanel:
         axes[1].set(title="batch accuracy (smoothed)", xlabel="step", ylim=(0, 1))
         axes[1].axhline(0.1, color="grey", ls=":", lw=1)
         axes[2].set(title="gradient norm", xlabel="step", yscale="log")
-        axes[2].legend(fontsize=7, title="change (held-out accuracy)", title_fontsize=7, loc="upper left",
-                       bbox_to_anchor=(1.02, 1.0))
+        if curves:  # nothing trained yet: no legend to draw
+            axes[2].legend(fontsize=7, title="change (held-out accuracy)", title_fontsize=7, loc="upper left",
+                           bbox_to_anchor=(1.02, 1.0))
         self.fig.tight_layout()
         if self._handle is not None:
             self._handle.update(self.fig)
         return self.fig
 
     def __repr__(self):
-        return (f"Hypothesis panel for {self.lab}: in JupyterLab, a toggle for each of: "
-                + "; ".join(self.candidates))
+        return f"Hypothesis panel for {self.lab}: in JupyterLab, a toggle for each of: " + "; ".join(self.candidates)
 
     def _ipython_display_(self):
         import ipywidgets as w
 
         toggles = {c: w.ToggleButton(description=c, tooltip=c, layout=w.Layout(width="auto")) for c in self.candidates}
-        wrap = w.Layout(flex_flow="row wrap")
-        rows = [w.VBox([w.HTML(f"<b>{category}</b>"), w.HBox([toggles[c.question] for c in group], layout=wrap)])
-                for category, group in menu()]
-        rows.append(w.VBox([w.HTML("<b>first guesses</b>"), w.HBox([toggles[g] for g in GENERIC], layout=wrap)]))
         button, status = w.Button(description="Train", button_style="primary"), w.Label()
         self._widget = True
 
@@ -125,7 +115,16 @@ class HypothesisPanel:
             status.value = f"done: accuracy {acc:.1%}" if acc is not None else f"done: {report.get('error', '')}"
 
         button.on_click(on_click)
-        show_widget(w.VBox([*rows, w.HBox([button, status])]), repr(self))
+        show_widget(w.VBox([w.HBox(list(toggles.values()), layout=w.Layout(flex_flow="row wrap")),
+                            w.HBox([button, status])]), repr(self))
         self.draw()
         if in_ipython():  # the one figure, redrawn in place by every run
             self._handle = show(self.fig, display_id=True)
+
+
+def _applies(edit, text):
+    try:
+        edit(text)
+    except EditError:
+        return False
+    return True

@@ -88,5 +88,6 @@ def match(text):
 
     found = phrases.read(text)
     if not found:
-        raise ValueError(f"no cause matches {text!r}: pick from the menu, or name one of: {', '.join(CAUSES)}")
+        raise ValueError(f"no cause matches {text!r}: tick the causes in the form, or pass their ids (causes=[...]; "
+                         "every id is in trainlab.doctor.causes.CAUSES)")
     return found

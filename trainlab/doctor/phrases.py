@@ -25,9 +25,10 @@ PHRASES = {
          ("input", "pixel", "image", "data", "feature"), ("!", "loss scal", "grad scal", "scaler")),
     ],
     "labels-misaligned": [
-        (("label", "target", "y$"), ("misalign", "mismatch", "match", "wrong", "shuffl", "permut", "reorder",
-                                     "order", "scrambl", "swap", "correspond", "belong", "pair", "align", "random", "another",
-                                     "other image")),
+        (("label", "target", "y$"), ("misalign", "mismatch", "n't match", "not match", "wrong", "shuffl", "permut",
+                                     "reorder", "order", "scrambl", "swap", "n't correspond", "not correspond",
+                                     "n't belong", "not belong", "n't line up", "not line up", "out of sync", "random",
+                                     "another", "other image", "not aligned", "n't aligned")),
         (("mislabel",),),
     ],
     "batches-of-one-class": [
@@ -176,7 +177,14 @@ DISMISSED = re.compile(
     r"\b(is|are|was|were|looks?|seems?)\s+(fine|ok|okay|correct|healthy|right|good|normal)\b"
     r"|(not|n't|never)\s+(the\s+)?(problem|issue|cause|culprit|bug|reason)\b"
     r"|\brul(e|ed|ing)\s+out\b|\bnothing\s+wrong\b|\bnot\s+(the|a|an|too)\b|^\s*(it'?s\s+)?not\b"
-    r"|\bno\s+problem\b|\bnot\s+to\s+blame\b|\bexclude")
+    r"|\bno\s+problem\b|\bnot\s+to\s+blame\b|\bexclude"
+    # "the lr isn't too high", "the labels are not wrong": a problem word negated
+    r"|(n't|\bnot|\bnever)\s+(too\s+|that\s+|very\s+|really\s+)?(high|large|big|huge|low|small|tiny|wrong|"
+    r"misaligned|mismatched|off|dead|frozen|stale|tight|aggressive|slow|leaking|unstable)\b"
+    # a plain statement that something is healthy: "the labels match the images", "the gradients look healthy"
+    r"|(?<!not\s)(?<!n't\s)(?<!never\s)\b(match|matches|line\s+up|lines\s+up|correspond|corresponds)\s+(the|their|its)\b")
+# ... and a sentence that reports a change that did not help, or doubts what it names, names nothing in any clause
+DOUBTED = re.compile(r"\b(did|does|do)(n't|\s+not)\s+(help|change|matter|fix|make)\b|\b(don't|do\s+not)\s+think\b")
 SENTENCE = re.compile(r"[.;!?]+(?:\s+|$)|\s+but\s+")
 CLAUSE = re.compile(r",\s*|\s+and\s+|\s+while\s+|\s+so\s+|\s+though\s+|\s+whereas\s+")
 
@@ -190,7 +198,9 @@ def _normal(text):
 def _has(clause, term):
     if term.endswith("$"):
         return re.search(rf"(?<![\w]){re.escape(term[:-1])}(?![\w])", clause) is not None
-    return re.search(rf"(?<![\w]){re.escape(term)}", clause) is not None if term[0].isalnum() else term in clause
+    if term.startswith("n't") or not term[0].isalnum():  # "n't match" ends "don't": no word start to look for
+        return term in clause
+    return re.search(rf"(?<![\w]){re.escape(term)}", clause) is not None
 
 
 def _meets(clause, concept):
@@ -209,6 +219,8 @@ def read(text):
     ("the LR is fine", "not the labels") are set aside."""
     ids = [cause for cause in PHRASES if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text.lower())]
     for sentence in SENTENCE.split(text):
+        if DOUBTED.search(_normal(sentence)):
+            continue
         kept = [c for c in CLAUSE.split(sentence) if c.strip() and not DISMISSED.search(_normal(c))]
         if not kept:
             continue

@@ -4,7 +4,7 @@ initialisation, cross-rank BatchNorm and the projected scaling efficiency.
     python -m benchmarks.fsdp_time [--device cuda] [--steps 16]
 
 On CPU the ranks share the machine's cores: step times compare the implementations' work and the
-efficiency columns are projections (NCCL's latency model over published links). On GPUs: as many
+efficiency columns are projections (a flat ring model with NCCL's per-protocol figures over published links). On GPUs: as many
 ranks as GPUs (nccl), the measured efficiency beside the projection, and nn.SyncBatchNorm where
 2 or more GPUs are present; 4-rank rows need 4 GPUs and say so otherwise.
 Writes results/fsdp_time.json (fsdp_time_cuda.json on GPU).

@@ -78,6 +78,7 @@ def parametrize(*names):
 def assert_expected(entry, verdict):
     if isinstance(entry, WrongFix):
         assert verdict.kind in entry.verdicts, f"wrong fix {entry.name!r}: expected {entry.verdict}, got {verdict}"
-        assert entry.reason in verdict.message, f"wrong fix {entry.name!r}: {entry.reason!r} not in {verdict.message!r}"
+        assert all(r in verdict.message for r in entry.reasons), \
+            f"wrong fix {entry.name!r}: {entry.reason!r} not in {verdict.message!r}"
     else:
         assert verdict.passed, f"correct alternative {entry.name!r} was judged: {verdict}"

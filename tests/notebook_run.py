@@ -149,6 +149,7 @@ def test_solution_notebook_runs_and_its_checks_pass(request):
         assert "You predicted" in texts(nb) and "Submit your prediction" not in texts(nb)
     assert_markdown_tables_render(nb, request.module.NOTEBOOK)
     assert_slow_cells_show_progress(nb, request.module.NOTEBOOK)
+    assert_comparisons_agree_with_their_numbers(nb)
     check = getattr(request.module, "check_rendered", None)  # the figures the prose states, where they are rendered
     if check:
         check(nb)
@@ -171,6 +172,16 @@ def assert_slow_cells_show_progress(nb, name):
             bars = [o["data"]["text/plain"] for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in
                     o.get("data", {}) and PROGRESS_BAR.search(o["data"].get("text/plain", ""))]
             assert bars, f"{name}: cell {cell.get('id')} took over 10 s by default but shows no progress: {cell.source[:120]!r}"
+
+
+COMPARISON = re.compile(r"\b(\d+(?:\.\d+)?)x (faster|slower|less|fewer|more|higher|lower|smaller|larger|bigger)\b")
+
+
+def assert_comparisons_agree_with_their_numbers(nb):
+    """Every "N x faster / less / more ..." the notebook renders says what its number says: N is at
+    least 1 (a ratio below 1 would need the opposite word); each is rendered from the ratio it names."""
+    for number, word in COMPARISON.findall(texts(nb)):
+        assert float(number) >= 0.995, f"'{number}x {word}': a ratio under 1 needs the opposite word"
 
 
 def assert_nothing_given_away(nb, name):

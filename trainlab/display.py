@@ -109,37 +109,46 @@ def progress(iterable=None, desc="", total=None, unit="it", **options):
 
 
 class working:
-    """`with working("measuring X"):` - a bar that counts the seconds of a step with no known length
-    (a child process, a launch of ranks), so a long cell is never silent; it ends when the block does."""
+    """`with working("measuring X"):` - a line that counts the seconds of a step with no known length
+    (a child process, a launch of ranks), elapsed time first, so a long cell is never silent; when the
+    block ends it says how long it took. Outside a notebook it shows nothing."""
 
     def __init__(self, desc):
         self.desc = desc
+
+    def _line(self, seconds, done=False):
+        clock = f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"
+        return f"<span style='color:#6e7781'>done in {clock}: {html.escape(self.desc)}</span>" if done else \
+            f"<b>{clock}</b> &nbsp;{html.escape(self.desc)}..."
 
     def __enter__(self):
         import threading
         import time
 
-        self._bar = progress(desc=self.desc, unit="s", bar_format="{desc}: {elapsed}")
-        if self._bar.disable:
-            self._thread = None
+        self._thread = None
+        if not in_ipython():
             return self
-        self._done = threading.Event()
+        import ipywidgets as w
+
+        self._start, self._done = time.monotonic(), threading.Event()
+        self._widget = w.HTML(self._line(0))
+        show_widget(self._widget, f"{self.desc}: 00:00")  # headless runs keep this text
 
         def tick():
-            start = time.monotonic()
             while not self._done.wait(1.0):
-                self._bar.n = int(time.monotonic() - start)
-                self._bar.refresh()
+                self._widget.value = self._line(time.monotonic() - self._start)
 
         self._thread = threading.Thread(target=tick, daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
+        import time
+
         if self._thread is not None:
             self._done.set()
             self._thread.join()
-        self._bar.close()
+            self._widget.value = self._line(time.monotonic() - self._start, done=True)
         return False
 
 

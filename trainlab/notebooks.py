@@ -39,7 +39,7 @@ def locked_cell(notebook, cell):
     """The code that stands in a learner notebook for a locked solution cell (trainlab.checks.locks)."""
     waits = " and ".join(opens_after(cell))
     return (f"# Opens once your fix of {waits} passes in this kernel (run this cell again then), or now with ask=True.\n"
-            f"trainlab.checks.unlock({notebook!r}, {cell.get('id')!r})")
+            f"trainlab.checks.unlock({notebook!r}, {cell.get('id')!r});")
 
 
 def lab_cell_source(cell_source, fixed):

@@ -3,8 +3,8 @@
 #|     near chance; no NaN, no error, and the same script without autocast trains
 #| cause fp16-gradient-underflow (precision): the loss is divided by 65536 (an earlier fp16
 #|     overflow was "fixed" that way), so every gradient is 2^16 times smaller, and in the fp16
-#|     backward most of them fall below fp16's smallest subnormal, 2^-24, and round to exactly
-#|     zero: the weights get no gradient. Keep autocast, drop the division, and let a GradScaler
+#|     backward most of them fall to half fp16's smallest subnormal (2^-25) or below, and round to
+#|     exactly zero: the weights get no gradient. Keep autocast, drop the division, and let a GradScaler
 #|     scale the loss up before backward (it unscales before the step, and backs off when a step
 #|     overflows); bf16 autocast has float32's range and needs no scaler.
 """Train an MLP on the workbook's images with Adam, computing in fp16 under autocast to save

@@ -393,8 +393,8 @@ def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
     plot = nb.cell(planner).locator(".jp-OutputArea-output > img").first  # one figure, redrawn in place
     wait_for(lambda: plot.count() > 0, message="the planner's plot")
     first = plot.get_attribute("src")
-    press_slider(nb, planner, which=1)  # ranks: 8 -> 9
-    assert nb.cell(planner).locator(".widget-readout").nth(1).inner_text().strip() == "9"
+    press_slider(nb, planner, which=1)  # ranks: 8 -> 16, the next cluster size
+    assert nb.cell(planner).locator(".widget-readout").nth(1).inner_text().strip() == "16"
     wait_for(lambda: plot.count() > 0 and plot.get_attribute("src") != first, message="the plot to change")
     assert nb.cell(planner).locator(".jp-OutputArea-output > img").count() == 1, "a second, stale copy of the plot"
     s.shot("planner", planner)

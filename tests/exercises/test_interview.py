@@ -372,3 +372,14 @@ def test_no_widget_shown_before_a_lab_names_its_answer(name, monkeypatch):
     nb = nbformat.v4.new_notebook(cells=[*(nbformat.v4.new_markdown_cell("\n".join(texts)) for texts in widgets),
                                          nbformat.v4.new_code_cell(f"%%lab {name}\n{labs.source(name)}")])
     assert spoilers.scan(nb, name) == []  # each widget read on its own: one's full menu cannot hide another's leak
+
+
+def test_a_right_diagnosis_may_cite_an_experiment_of_the_same_category_as_context(fresh_session):
+    lab = "debugging/nan_2"
+    _saw(lab, "first-nonfinite", "loss-inputs", "host-reads")
+    diagnosis.state(lab, causes=["unstable-loss"], evidence=["first-nonfinite", "loss-inputs"])
+    grade = diagnosis.grade(lab)
+    assert grade.right and "also cited, as context: loss-inputs" in grade.message, grade.message
+    diagnosis.STATED.clear()
+    diagnosis.state(lab, causes=["unstable-loss"], evidence=["first-nonfinite", "host-reads"])  # another category
+    assert not diagnosis.grade(lab).right and "host-reads cannot show any cause you named" in diagnosis.grade(lab).message

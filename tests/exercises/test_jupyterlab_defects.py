@@ -142,3 +142,18 @@ def test_the_checklists_lr_range_reading_suggests_a_rate_only_where_the_loss_fel
     falling = {"lr_range": {"lr": lrs, "loss": [2.3 - 0.03 * i for i in range(40)] + [1.1 * 1.6 ** k for k in range(20)]},
                "lr": [0.05]}
     assert "read off the curve: about" in _lr_range(falling) and "the script uses 0.05" in _lr_range(falling)
+
+
+def test_a_report_computed_in_another_data_order_is_kept_and_one_computed_on_a_quarter_is_not():
+    import pytest
+
+    from trainlab.checks.core import Incorrect
+    from trainlab.checks.lab import ReportKept
+
+    ref = {"tensors": {"seen": [3072.0, 3100.0, 3050.0, 2998.0]}}
+    kept = ReportKept(("seen",))
+    kept.judge({"steps": 120, "tensors": {"seen": [3001.0, 3140.0, 3077.0, 3002.0]}}, ref)  # reshuffled: fine
+    with pytest.raises(Incorrect, match=r"sums to 3055; the shipped script's computation gives 12220"):
+        kept.judge({"steps": 120, "tensors": {"seen": [768.0, 775.0, 762.0, 750.0]}}, ref)
+    with pytest.raises(Incorrect, match=r"entry 3 of `seen` is 70; .* \(98% apart\)"):  # the same total, classes swapped
+        kept.judge({"steps": 120, "tensors": {"seen": [6000.0, 3100.0, 3050.0, 70.0]}}, ref)

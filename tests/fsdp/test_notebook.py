@@ -11,7 +11,8 @@ PREDICTIONS = {"predicted_state_mib": 1.0}  # what a learner predicted (any numb
 
 
 def check_rendered(nb):
-    """The planner's table speaks in words (no raw True/False/None), and its bars say GB, not "x"."""
+    """The planner's table speaks in words (no raw True/False/None), and its bars say GB, not "x"; the answer's
+    traffic figures are the data file's."""
     import re
 
     from tests.notebook_run import texts
@@ -20,3 +21,21 @@ def check_rendered(nb):
     shown = texts(nbformat.v4.new_notebook(cells=[cell]))
     assert "| fits" in shown or "fits |" in shown, shown[:400]
     assert not re.search(r"\b(True|False|None)\b", shown), shown
+    check_rendered_answer(nb)
+
+
+def check_rendered_answer(nb):
+    """02's answer: an 8B model's FSDP traffic per rank per step and its share of torchtitan's step, computed from the
+    data file (7/8 x (2 + 2 + 4) bytes x 8e9 at NVLink's one-way rate, against 16,384 tokens at 5,762 tokens/s)."""
+    import re
+
+    from tests.notebook_run import texts
+    from trainlab import published
+
+    shown = texts(nb, "interview-answer")
+    one_way = published.link("h100-nvlink").one_way
+    sent = {rd: 7 / 8 * (4 + rd) * 8e9 for rd in (2, 4)}
+    step_s = published.get("torchtitan-llama3-8b-h100-tokens-per-step").value / published.get("torchtitan-llama3-8b-h100-fsdp").value
+    assert re.search(rf"{sent[2] / 1e9:.0f} GB, at least {sent[2] / one_way * 1e3:.0f} ms", shown), shown[-3000:]
+    assert re.search(rf"{sent[4] / one_way / step_s:.0%} of a step", shown), shown[-3000:]
+    assert "96 GB HBM2e H100s at a 500 W power limit" in shown  # the hardware that table ran on, stated

@@ -6,3 +6,21 @@ from tests.notebook_run import (test_learner_notebook_checks_report_not_attempte
                                 test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
 
 NOTEBOOK = "05_memory_precision_hardware.ipynb"
+
+
+def check_rendered(nb):
+    """One figure quoted everywhere: MFU is rated against the matmul peak the table above it shows; Llama 3's
+    activations use the formula without dropout (0.86 TB at 8,192 tokens, not GPT's 1.9); the NVLink ratio is
+    one way against one way."""
+    import re
+
+    from tests.notebook_run import texts
+    from trainlab import published
+
+    shown = texts(nb)
+    best = re.search(r"Best matmul: ([^\n]*)", shown)
+    mfu = re.search(r"of the\s+([\d,]+) GFLOP/s this device's best matmul reached", shown)
+    assert best and mfu and f" {mfu.group(1)} GFLOP/s" in best.group(1), (best and best.group(0), mfu and mfu.group(0))
+    assert re.search(r"0\.86 TB with the\s+softmax output stored", shown) and "would say 1.9 TB" in shown
+    ratio = published.link("h100-nvlink").one_way / published.link("dgx-h100-network-per-gpu").one_way
+    assert re.search(rf"moves {ratio:.0f}x\s+its share of the node's network", shown), ratio

@@ -6,3 +6,16 @@ from tests.notebook_run import (test_learner_notebook_checks_report_not_attempte
 
 NOTEBOOK = "03_sparse_allreduce.ipynb"
 PREDICTIONS = {"predicted_byte_ratio": 10.0}  # what a learner predicted (any number: the run shows it next to the measurement)
+
+
+def check_rendered(nb):
+    """The interview answer's NVLink figure is a ring floor at the one-way rate: 2 x 7/8 x 1 GB / 450 GB/s."""
+    import re
+
+    from tests.notebook_run import texts
+    from trainlab import published
+
+    shown = texts(nb, "interview-answer")
+    floor_ms = 2 * 7 / 8 * 1e9 / published.link("h100-nvlink").one_way * 1e3
+    assert re.search(rf"a ring floor of\s+{floor_ms:.1f} ms", shown), shown[:2000]
+    assert f"{floor_ms:.1f}" == "3.9" and "450 GB/s each way" in shown

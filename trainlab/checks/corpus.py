@@ -63,7 +63,7 @@ class WrongFix:
     edit: Edit
     verdict: str | tuple = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out"), or
     # several: an out-of-bounds access may kill the process or read poisoned memory, run to run
-    reason: str = ""  # a fragment the verdict's message must contain: what the learner is told
+    reason: str | tuple = ""  # a fragment (or several) the verdict's message must contain: what the learner is told
     kind: str = "other"  # one of KINDS
 
     def __post_init__(self):
@@ -76,7 +76,11 @@ class WrongFix:
 
     def rejected_by(self, verdict):
         """True when the check's verdict is one this wrong fix expects, with its reason."""
-        return verdict.kind in self.verdicts and self.reason in verdict.message
+        return verdict.kind in self.verdicts and all(r in verdict.message for r in self.reasons)
+
+    @property
+    def reasons(self):
+        return self.reason if isinstance(self.reason, tuple) else (self.reason,)
 
 
 @dataclass(frozen=True)

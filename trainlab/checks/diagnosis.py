@@ -149,13 +149,23 @@ def grade(lab):
             problems.append(f"the evidence you cite ({', '.join(sorted(cited))}) does not tell {cause} apart "
                             "from the other causes: which experiment would?")
     supporting = set().union(*(catalogue.get(c).evidence for c in named))
-    if cited - supporting:  # citing every experiment is not an argument
-        problems.append(f"{', '.join(sorted(cited - supporting))} cannot show any cause you named: cite the "
+    # an experiment of a named cause's category is context a careful engineer cites too; one from elsewhere
+    # is not evidence for anything named (and citing every experiment is not an argument)
+    categories = {catalogue.get(c).category for c in named}
+    context = {e for e in cited - supporting if _categories(e) & categories}
+    if cited - supporting - context:
+        problems.append(f"{', '.join(sorted(cited - supporting - context))} cannot show any cause you named: cite the "
                         "experiment that shows each cause, and only those")
     if problems:
         return Grade(False, "; ".join(problems), first.help_before, len(stated) - 1)
-    support = ", ".join(f"{e.experiment}" for e in first.evidence)
-    return Grade(True, f"{', '.join(first.causes)}, supported by {support}", first.help_before, len(stated) - 1)
+    support = ", ".join(e.experiment for e in first.evidence if e.experiment not in context)
+    also = f" (also cited, as context: {', '.join(sorted(context))})" if context else ""
+    return Grade(True, f"{', '.join(first.causes)}, supported by {support}{also}", first.help_before, len(stated) - 1)
+
+
+def _categories(experiment):
+    """The categories of the causes an experiment tells apart."""
+    return {c.category for c in catalogue.CAUSES.values() if experiment in c.evidence}
 
 
 def form(lab):
@@ -185,6 +195,7 @@ class DiagnosisForm:
         words = w.Text(placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%"))
         read, refresh = w.Button(description="Read my words"), w.Button(description="refresh evidence")
         use = w.Button(description="Use this reading", disabled=True)
+        reading_out = w.Output()
         reading = []  # the causes the words last read as
         submit, out = w.Button(description="Submit", button_style="primary"), w.Output()
         evidence_box, chosen = w.VBox(), w.HTML()
@@ -209,8 +220,8 @@ class DiagnosisForm:
             summary()
 
         def on_read(_):
-            with out:
-                out.clear_output()
+            with reading_out:  # right under the box the words were typed in
+                reading_out.clear_output()
                 reading.clear()
                 try:
                     reading.extend(read_words(words.value))
@@ -241,5 +252,6 @@ class DiagnosisForm:
         reload()
         show_widget(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
                             w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")), w.HBox([words, read, use]),
+                            reading_out,
                             w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"), evidence_box,
                             chosen, w.HBox([refresh, submit]), out]), repr(self))

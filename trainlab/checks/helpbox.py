@@ -51,9 +51,13 @@ class HelpBox:
         if self.offers_doctor:
             doctor = w.Button(description="The doctor's reading", layout=w.Layout(width="auto"))
 
-            def on_doctor(_):
+            def on_doctor(_):  # two clicks, as for the solution: the doctor names the causes
                 from trainlab.debugging import investigate
 
+                if doctor.description == "The doctor's reading":
+                    doctor.description, doctor.button_style = "Ask the doctor? It names the causes: click again", "warning"
+                    return
+                doctor.button_style = ""
                 doctor.disabled, doctor.description = True, "The doctor is reading the run..."
                 with out:
                     show(investigate.doctor_report(self.exercise.lab))

@@ -77,7 +77,7 @@ def lab_browser(line=""):
     if in_ipython():
         from IPython.display import display
 
-        display({"text/html": page, "text/markdown": "\n".join(lines)}, raw=True)
+        display({"text/html": page, "text/plain": "\n".join(lines)}, raw=True)  # JupyterLab renders the HTML
     else:
         say("\n".join(lines))
 

@@ -393,6 +393,10 @@ EXERCISES = [
             WrongFix("loader fixed, no per-class report", Edit(fixes="all", replace=(
                 ("        seen += torch.bincount(y, minlength=10)  # on the device, no host reads\n", ""),
                 ("        hits += torch.bincount(y[pred == y], minlength=10)\n", ""))), kind="deletion", reason="sums to"),
+            # a learner's walk: the hint's recipe with the loader rewritten and set_epoch left out - the same
+            # classes counted in another order, still the report
+            CorrectAlternative("the fix without set_epoch", Edit(fixes="all", replace=(
+                ("    train_loader.set_epoch(epoch)\n", ""),))),
         )),
     LabExercise(
         "debugging/mem_1", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},

@@ -128,9 +128,13 @@ def _first_nonfinite(m):
     losses = m["losses"]
     loss_step = next((i + 1 for i, v in enumerate(losses) if not isinstance(v, float) or not math.isfinite(v)), None)
     module = m.get("first_nonfinite")
-    where = (f"first inf/NaN produced from finite inputs by a {module['module']} at step {module['step']}"
+    if loss_step and (not module or module["step"] > loss_step):  # in the order things went wrong
+        after = (f"; layers follow from step {module['step']} ({module['module']} first), once an update with "
+                 "non-finite gradients has reached the weights" if module else "")
+        return f"the loss is the first non-finite value, at step {loss_step}, while every layer's output is finite{after}"
+    where = (f"a {module['module']} first produced inf/NaN from finite inputs, at step {module['step']}"
              if module else "no module produced inf/NaN from finite inputs")
-    return f"loss first non-finite at step {loss_step or 'never'}; {where}"
+    return f"{where}; the loss first non-finite at step {loss_step or 'never'}"
 
 
 def _coverage(m):

@@ -184,7 +184,7 @@ def annotate(rows):
 
 def rows_table(rows):
     """The ladder as rows for display.table: one line per rung."""
-    return [{"rung": f"{i}. {r['name']}", "images/s": f"{r['images_per_s']:.0f}", "noise": f"±{50 * r['spread']:.0f}%",
+    return [{"rung": f"{i}. {r['name']}", "images/s": f"{r['images_per_s']:.0f}", "chunk spread": f"{100 * r['spread']:.0f}%",
              "vs previous": f"{r['vs_previous']:.2f}x", "vs textbook": f"{r['vs_textbook']:.2f}x",
              **{f"{c} ms": f"{r['split_ms'][c]:.1f}" for c in ("compute", "data", "sync", "idle")},
              "moved most": r["moved"]} for i, r in enumerate(rows)]
@@ -199,7 +199,8 @@ def effect(rows, name):
         return "not measured"
     row, noise = rows[i], max(rows[i]["spread"], rows[i - 1]["spread"]) if i else 0.0
     if abs(row["vs_previous"] - 1) <= noise:
-        return f"made no difference beyond this machine's noise ({row['vs_previous']:.2f}x, noise ±{noise:.0%})"
+        return (f"made no difference beyond this machine's noise ({row['vs_previous']:.2f}x, inside the {noise:.0%} "
+                "spread of the chunk rates, its or the rung's before)")
     return f"{'sped it up' if row['vs_previous'] > 1 else 'slowed it down'} {row['vs_previous']:.2f}x"
 
 

@@ -68,16 +68,19 @@ TIME_PARTS = {"compute": ("forward, backward, step", "tab:blue"), "data": ("wait
               "sync": ("host reads (syncs)", "tab:red"), "other": ("Python between ops, idle", "tab:gray")}
 
 
-def plot_time_split(rows, title="where a step's time goes"):
+def plot_time_split(rows, title="where a step's time goes", share=False):
     """rows: {label: {"compute": s, "data": s, "sync": s, "other": s}} per step (the probe's
-    time_split); stacked bars in ms."""
+    time_split); stacked bars in ms - or, share=True, in % of each step, which compares scripts that
+    do different work per step (another model, another batch)."""
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.5 * len(rows)))
     left = np.zeros(len(rows))
+    totals = np.array([sum(r.get(p, 0.0) for p in TIME_PARTS) or 1.0 for r in rows.values()])
     for part, (name, color) in TIME_PARTS.items():
-        values = np.array([1e3 * r.get(part, 0.0) for r in rows.values()])
+        values = np.array([r.get(part, 0.0) for r in rows.values()])
+        values = 100 * values / totals if share else 1e3 * values
         ax.barh(list(rows), values, left=left, color=color, label=name)
         left += values
-    ax.set(xlabel="ms per step", title=title)
+    ax.set(xlabel="% of a step" if share else "ms per step", title=title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over one
     fig.tight_layout()
     return fig

@@ -3,8 +3,10 @@
 - sync_every: every micro-step all-gathers each unit's weights for forward and again for
   backward, then reduce-scatters its gradients - 3 passes over the parameters per micro-step;
 - skip_reduce: `set_requires_gradient_sync(False)` on all but the last micro-step skips the
-  reduce-scatters - but the two all-gathers still run on every micro-step, so it saves at most a
-  third of the traffic (DDP's `no_sync` saves all of it: DDP keeps the full weights);
+  reduce-scatters - but the two all-gathers still run on every micro-step, so it saves a third of
+  the traffic when gathers and reduce-scatters move the same dtype, up to half with
+  `param_dtype=bf16, reduce_dtype=fp32` (the reduce-scatter then moves twice each gather's bytes);
+  DDP's `no_sync` saves all of it: DDP keeps the full weights;
 - keep_gathered: also `set_reshard_after_forward(False)` on every micro-step and
   `set_reshard_after_backward(False)` on all but the last: the weights are gathered once, on the
   first micro-step, and stay gathered (the full parameters' memory, like DDP) until the last

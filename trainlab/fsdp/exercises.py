@@ -69,36 +69,37 @@ def _solution_with(anchor, new):
 CORPUS = (
     WrongFix("the root kept gathered instead", Edit(fixes="all", unfixed=("root-only-wrap",), replace=((
         "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False"),)),  # still one unit
-        reason="first: root-only-wrap"),
+        reason="for a model of"),
     WrongFix("a different shuffle per rank", Edit(fixes="all", replace=(  # not a partition of the global batch
         ("batch_size=micro, rank=ctx.rank,\n", "batch_size=micro, seed=ctx.rank,\n"),
         ("                                world_size=ctx.world_size, **stats)", "                                **stats)"))),
-        reason="first: same-data-every-rank"),
+        reason="together are not the global batch"),
     WrongFix("optimizer over a fresh model", _solution_with(  # after sharding, but not over the sharded model
         "optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding",
         "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after"),
-        reason="first: optimizer-before-sharding"),
+        reason="plain tensors"),
     WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
         '            if step % args.log_every == 0:\n                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
         '            if ctx.is_main and step % args.log_every == 0:\n'
         '                print(f"step {step:4d} loss {float(all_mean(loss, ctx)):.4f}")'),
-        reason="first: partial-collective"),
+        reason="a rank waited in a collective the others never called"),
     WrongFix("every rank its own torch.save file", _solution_with(  # no sharded checkpoint to resume from
         "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",
         'torch.save(model.state_dict(), args.ckpt_dir / f"rank{ctx.rank}-step{step}.pt")'),
-        reason="first: rank0-checkpoint"),
+        reason="no complete sharded checkpoint"),
     WrongFix("all blocks in one unit", _solution_with(  # 2 units (blocks, root) for 7 modules' worth of weights
         "            for block in blocks:\n                fully_shard(block, **kw)\n", "            fully_shard(blocks, **kw)\n"),
-        kind="partial", reason="first: root-only-wrap"),
-    # Each mistake alone: the check must blame it and pass the other four.
-    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), kind="partial", reason=f"1 of 5 still open; first: {m}")
-      for m in ("root-only-wrap", "same-data-every-rank", "rank0-checkpoint")),
+        kind="partial", reason="for a model of"),
+    # Each mistake alone: the check must blame it (by what it observed) and pass the other four.
+    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), kind="partial", reason=("1 of 5 checks still fail", seen))
+      for m, seen in (("root-only-wrap", "for a model of"), ("same-data-every-rank", "every rank trained on the same samples"),
+                      ("rank0-checkpoint", "a fresh run found no complete sharded checkpoint"))),
     # A hang leaves the other four unjudged; an optimizer over the replaced parameters makes the
     # state dict fail later: the check judges what it saw at the first step, not the crash.
     WrongFix("only partial-collective left", Edit(fixes="all", unfixed=("partial-collective",)), kind="partial",
-             reason="5 of 5 still open; first: partial-collective"),
+             reason="5 of 5 checks still fail; first: a rank waited in a collective the others never called"),
     WrongFix("only optimizer-before-sharding left", Edit(fixes="all", unfixed=("optimizer-before-sharding",)),
-             kind="partial", reason="first: optimizer-before-sharding"),
+             kind="partial", reason="plain tensors"),
     CorrectAlternative("no resharding after forward (ZeRO-2)", _solution_with(
         "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False")),
     CorrectAlternative("attention and MLP wrapped apart, then each block", _solution_with(
@@ -244,18 +245,17 @@ class FsdpLabExercise(Exercise):
         return Verdict(f"{LAB}: {mistake}", "incorrect", message)
 
     def verdict(self, source):
-        """One verdict for the cell: a pass when all five are fixed; else the first open one,
-        with every mistake's line in the details."""
+        """One verdict for the cell: a pass when all five checks pass; else how many fail and what the
+        first one observed, with every check's observation in the details - what was measured, never the
+        mistake's name (that is the diagnosis the learner makes)."""
         if same_text(source, self.shipped()):
             return Verdict(LAB, "not attempted", "the cell still holds the shipped script; fix it and run the cell")
         verdicts = self.judge_mistakes(self.measure(source))
-        table = "\n".join(f"{'ok ' if v.passed else 'NO '} {k:27s} {v.message}" for k, v in verdicts.items())
+        table = "\n".join(f"{'ok ' if v.passed else 'NO '} {v.message}" for v in verdicts.values())
         failing = sorted((v for v in verdicts.values() if not v.passed), key=lambda v: v.kind == "not attempted")
         if not failing:
-            return Verdict(LAB, "pass", "all five FSDP mistakes fixed", table)
-        first = failing[0]
-        return Verdict(LAB, first.kind, f"{len(failing)} of 5 still open; first: {first.exercise.split(': ')[1]}: "
-                       f"{first.message}", table)
+            return Verdict(LAB, "pass", "all five checks pass", table)
+        return Verdict(LAB, failing[0].kind, f"{len(failing)} of 5 checks still fail; first: {failing[0].message}", table)
 
 
 def _plain_optimizer_tensors(m):

@@ -10,10 +10,16 @@ Bytes per parameter (Psi = parameter count):
 Mixed-precision Adam: 2 + 2 + 4 + 8 = 16 bytes; fp32 Adam: 4 + 4 + 0 + 8 = 16. Both total
 16*Psi, but ZeRO-1/2 shard different parts, so their figures depend on the split.
 
-What each strategy shards across N ranks (DeepSpeed's names; FSDP FULL_SHARD = ZeRO-3,
-SHARD_GRAD_OP = ZeRO-2): ddp nothing; zero1 optimizer state and master weights; zero2 also
-gradients; zero3 also weights; offload is ZeRO-3 with master weights and optimizer state in
-CPU memory (the GPU keeps the bf16/fp32 weight and gradient shards). Activations and the
+What each strategy shards across N ranks (DeepSpeed's names): ddp nothing; zero1 optimizer
+state and master weights; zero2 also gradients; zero3 also weights (FSDP FULL_SHARD, FSDP2's
+default). FSDP's SHARD_GRAD_OP (FSDP2's reshard_after_forward=False) is ZeRO-2's *traffic*, not
+its memory at rest: it reshards the parameters after backward, so between steps it holds what
+ZeRO-3 holds and keeps full parameters only from forward to backward. The offload row models
+ZeRO-Offload's split - master weights and optimizer state in CPU memory, the GPU keeping the
+16-bit weight and gradient shards (ZeRO-Offload itself also moves the gradients to the CPU for the
+optimizer step); FSDP2's CPUOffloadPolicy moves more, parameters, gradients and optimizer state
+all. DDP's 16 Psi leaves out its gradient buckets: one more copy of the gradients (2 Psi with
+16-bit gradients, 4 Psi with fp32) unless gradient_as_bucket_view=True. Activations and the
 temporarily gathered unit are not model states and are not in these figures.
 """
 
@@ -100,7 +106,8 @@ def planner_widget(params=70e9, world_size=8, device_gb=80):
     sizes = sorted({*SIZES_B, params / 1e9})
     billions = w.SelectionSlider(options=[(f"{b:g}", b) for b in sizes], value=params / 1e9,
                                  description="params (B)", continuous_update=False)
-    ranks = w.IntSlider(value=world_size, min=1, max=256, description="ranks")
+    counts = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, world_size})  # the cluster sizes people buy
+    ranks = w.SelectionSlider(options=counts, value=world_size, description="ranks", continuous_update=False)
     memory = w.FloatSlider(value=device_gb, min=8, max=192, step=8, description="GPU GB")
     precision = w.Dropdown(options=PRECISIONS, value="mixed", description="precision")
     optimizer = w.Dropdown(options=sorted(OPTIMIZER_BYTES), value="adam", description="optimizer")
@@ -129,7 +136,8 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
         bottoms = [b + v for b, v in zip(bottoms, values)]
     ax.axhline(device_gb, color="black", ls="--", lw=1, label=f"{device_gb:g} GB per GPU")
     for i, p in enumerate(plans):
-        ax.text(i, bottoms[i], f"{p['device_total'] / GB:,.0f} GB" + ("" if p["fits"] else "\ndoes not fit"),
+        total = p["device_total"] / GB
+        ax.text(i, bottoms[i], (f"{total:,.0f} GB" if total >= 10 else f"{total:.2g} GB") + ("" if p["fits"] else "\ndoes not fit"),
                 ha="center", va="bottom", fontsize=8, color="black" if p["fits"] else "tab:red")
     # a linear axis: on a log axis a stacked bar's bottom segment (the sharded weights) all but vanishes
     ax.set(ylabel="GB per rank (model states)",

@@ -1,13 +1,20 @@
-"""Scaling efficiency from a latency-bandwidth (alpha-beta) model of the collectives a step makes.
+"""Scaling efficiency from a flat ring model (latency-bandwidth, alpha-beta) of a step's collectives.
 
     link = LINKS["nvlink"]()                           # published figures, labelled as such
     project(step_s=0.06, comm=run["comm"], world_size=8, link=link)   # -> step time and efficiency
 
 A ring collective over N ranks makes `steps` hops (all-reduce 2(N-1), all-gather and
-reduce-scatter N-1) and sends (N-1)/N of the tensor per rank per pass. NCCL's own tuning model
-(`src/graph/tuning.cc`) prices it as base latency + steps x hop latency + bytes / bandwidth, for
-each protocol (LL for small messages, which gives up bandwidth for latency; LL128; Simple for
-large ones), and picks the fastest: so does `collective_s`.
+reduce-scatter N-1) and sends (N-1)/N of the tensor per rank per pass. `collective_s` prices it
+as base latency + steps x hop latency + bytes / bandwidth for each protocol (LL for small
+messages, which gives up bandwidth for latency; LL128; Simple for large ones), with NCCL's own
+per-protocol latencies and bandwidth shares (`src/graph/tuning.cc`), and takes the fastest.
+
+It is a *flat* ring, not NCCL's tuner: every hop is charged the one link's latency, all ranks on
+one kind of link. NCCL charges the network's latency only on the steps that cross nodes, uses LL's
+bandwidth factor differently once there is more than one node, and for all-reduce at scale picks
+Tree or NVLS instead of a ring - so at hundreds of ranks this model overstates latency (about 2x
+for an all-gather at 1024 ranks, far more for a small dense all-reduce). Conclusions drawn from it
+at large N are upper bounds on the time, which is how notebooks 02 and 03 use them.
 
 Strong scaling keeps the global batch: N ranks each compute 1/N of it, so a step takes
 t1 / N + the communication nothing hides, and efficiency = t1 / (N x step). On CPUs the ranks
@@ -24,7 +31,7 @@ from dataclasses import dataclass
 from trainlab import published
 
 PROTOCOLS = ("ll", "ll128", "simple")
-# NCCL's tuning model: bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)
+# NCCL's per-protocol figures (tuning.cc): bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)
 PROTOCOL_BANDWIDTH = {"ll": {"all_reduce": 1 / 4, "other": 1 / 3}, "ll128": 0.92, "simple": 1.0}
 # all_to_all: N-1 exchanges, priced as steps (NCCL runs them as concurrent point-to-point sends, so
 # this is an upper bound on its latency)
@@ -50,17 +57,17 @@ def _latencies(kind):
 
 
 def nvlink():
-    """H100 NVLink inside a node: the datasheet's 900 GB/s is both directions together."""
-    figure = published.get("h100-nvlink")
-    return Link("NVLink (H100, in a node)", figure.value * 1e9 / 2, *_latencies("nvlink"),
-                f"{figure.cite}; latencies: NCCL's tuning model")
+    """H100 NVLink inside a node, one way (the datasheet's 900 GB/s counts both directions)."""
+    link = published.link("h100-nvlink")
+    return Link("NVLink (H100, in a node)", link.one_way, *_latencies("nvlink"),
+                f"{link.cite}; latencies: NCCL's per-protocol figures")
 
 
 def infiniband():
-    """Between DGX H100 nodes: one 400 Gb/s port per GPU."""
-    figure = published.get("dgx-h100-network-per-gpu")
-    return Link("InfiniBand (DGX H100, between nodes)", figure.value * 1e9 / 8, *_latencies("net"),
-                f"{figure.cite}; latencies: NCCL's tuning model")
+    """Between DGX H100 nodes: one 400 Gb/s port per GPU, each way."""
+    link = published.link("dgx-h100-network-per-gpu")
+    return Link("InfiniBand (DGX H100, between nodes)", link.one_way, *_latencies("net"),
+                f"{link.cite}; latencies: NCCL's per-protocol figures")
 
 
 LINKS = {"nvlink": nvlink, "infiniband": infiniband}

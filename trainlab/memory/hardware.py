@@ -244,7 +244,11 @@ def published_rows():
     """One row per GPU with its published figures (data/published.toml), None where a figure does
     not exist (A100's tensor cores have no fp8) or is not in the data file (B200's MIG slice size)."""
     known = published.everything()
-    return [{"gpu": gpu, **{field: known.get(f"{gpu}-{field}") for field in FIELDS}} for gpu in GPUS]
+
+    def figure(gpu, field):
+        key = f"{gpu}-{field}"
+        return None if key not in known else published.link(key) if known[key].direction else known[key]
+    return [{"gpu": gpu, **{field: figure(gpu, field) for field in FIELDS}} for gpu in GPUS]
 
 
 def consequences(row, model_params=70e9, bytes_per_param=16):

@@ -5,7 +5,9 @@
     precision.train(weights="bf16")                      # a run whose updates vanish in bf16 weights
 
 Two ways low precision fails silently:
-- fp16 has 5 exponent bits: values below 2^-24 (about 6e-8) round to zero. Gradients of a
+- fp16 has 5 exponent bits: its smallest subnormal is 2^-24 (about 6e-8); rounding to nearest
+  (ties to even), values at or below 2^-25 become zero and those between 2^-25 and 2^-24 round
+  up to 2^-24. Gradients of a
   mean loss over many elements are small, and in an fp16 backward they underflow - no NaN, no
   error, the weights just stop getting their gradient. A loss scaler multiplies the loss (so
   every gradient) by S before backward and divides the fp32 gradients by S before the step.

@@ -161,7 +161,7 @@ def link_calls(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, row=1)
 
 
 def link_time(algorithm, D, k, N, link, **kw):
-    """Projected seconds over a published link: each call priced as NCCL's ring model prices it
+    """Projected seconds over a published link: each call priced by the flat ring model
     (`trainlab.fsdp.scaling.collective_s`: base latency + steps x hop latency + bytes over the
     bandwidth its fastest protocol reaches at that size). Merging is left out: it is local work,
     the same on any link."""

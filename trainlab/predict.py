@@ -93,7 +93,7 @@ class Prediction:
                 self.submit(box.value)
                 button.disabled, box.disabled = True, True
                 note.value = (f"Recorded: {self.value:g} {self.unit}." + ("" if self.measured is not None else
-                              " The measurement appears here once the cells below it run."))
+                              " The measurement appears beside it when the cell that measures it runs."))
             except ValueError as exc:
                 note.value = str(exc)
 

@@ -94,6 +94,10 @@ class Link:
         ways = f" both directions together, {f.value / 2:g} {f.unit} each way" if f.direction == "both" else " each way"
         return f"{f.value:g} {f.unit}{ways} (published: {_where(f.source)})"
 
+    @property
+    def source(self):
+        return self.figure.source
+
     def __str__(self):
         return self.cite
 

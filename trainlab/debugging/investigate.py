@@ -185,8 +185,10 @@ def _zero_entries(m):
 
 
 def _batch_contents(m):
-    return (f"{m.get('batch_size')} samples per step; the fewest classes in one of the first "
-            f"{m.get('batches_seen')} batches: {m.get('classes_per_batch')}; distinct batches among them: "
+    fewest = m.get("classes_per_batch")
+    classes = (f"the fewest classes in one of the first {m.get('batches_seen')} batches: {fewest}" if fewest is not None
+               else "the batches' classes could not be read (the targets are not class labels)")
+    return (f"{m.get('batch_size')} samples per step; {classes}; distinct batches among them: "
             f"{m.get('distinct_batches')}")
 
 

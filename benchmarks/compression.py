@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.common import machine, table, write_result
 from trainlab.device import resolve_device
-from trainlab.fsdp import scaling
+from trainlab.distributed import scaling
 from trainlab.sparse import runs, sweep
 
 

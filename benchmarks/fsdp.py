@@ -17,6 +17,7 @@ import torch
 from benchmarks.common import machine, table, write_result
 from trainlab import runner
 from trainlab.device import resolve_device
+from trainlab.distributed import planner
 from trainlab.fsdp import runs
 
 
@@ -45,10 +46,10 @@ def main(argv=None):
                 continue
             r0 = runs.rank0(by_name[name])
             state, formula = max(r["state"]["total"] for r in by_name[name]["report"]["ranks"]), \
-                runs.model_state_formula(psi, n, sharded)
+                planner.model_state_formula(psi, n, sharded)
             memory.append({"world_size": n, "run": name, "bytes_per_rank": state, "formula": formula,
                            "ratio": state / formula})
-            model = runs.comm_formula(psi, n, passes)
+            model = planner.comm_formula(psi, n, passes)
             comm.append({"world_size": n, "run": name, "send_bytes": r0["comm"]["send_bytes"], "model": model,
                          "ratio": r0["comm"]["send_bytes"] / model if model else None})
             rows.append({"ranks": n, "run": name, "param diff vs 1 process": f"{runs.max_param_diff(by_name[name], single):.1e}",

@@ -17,7 +17,8 @@ import torch
 
 from benchmarks.common import machine, table, write_result
 from trainlab.device import resolve_device
-from trainlab.fsdp import accumulation, experiments, scaling, steptime
+from trainlab.distributed import scaling
+from trainlab.fsdp import accumulation, experiments, steptime
 
 
 def sweep_spec(timing):

@@ -14,7 +14,7 @@ import tempfile
 import torch
 
 from benchmarks.common import kernel_device, machine, table, write_result
-from trainlab.kernels import timing
+from trainlab import timing
 from trainlab.memory import activations, asynchronous, checkpointing, hardware, precision, zero
 
 

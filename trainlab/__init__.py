@@ -4,17 +4,23 @@
     params = trainlab.setup(device="auto")          # validate parameters, self-check
     record = trainlab.train(params.train_config())  # the reference loop -> RunRecord
 
-The core every module trains with:
-    data/ models loop record device     images, models, the reference loop, device and precision
-    runner distributed/                 child processes and torchrun launches; multi-rank machinery
-    paths atomic compat                 where things are, atomic writes, torch APIs newer than 2.11
-Notebook plumbing:
-    params display plots                notebook parameters; text and tables; run and data plots
-    labs checks/ measure notebooks      the lab format, exercise checks, measuring runs, learner notebooks
-The tool:
-    doctor/                             `python -m trainlab.doctor script.py`
-One package per notebook, named as its labs/ and tests/ folders:
-    start/ (00)  debugging/ (01)  fsdp/ (02)  sparse/ (03)  kernels/ (04)
+Layers, each importing only from those above it in this list (tests/core/test_layers.py):
+1. The core every module trains and measures with:
+    `data/` `models.py` `loop.py` `record.py`     images, models, the reference loop, what a run measured
+    `device.py` `compat.py`                       device and precision; torch APIs newer than 2.11
+    `runner.py` `warmstart.py`                    child processes and torchrun launches, started warm
+    `timing.py` `peaks.py` `timeline.py`          kernel timing, allocator peaks, a profiler trace's time split
+    `published.py`                               published figures with their sources
+    `paths.py` `atomic.py` `modules.py`           where things are, atomic writes, the modules' names
+    `labs.py` `params.py` `progress.py`           the lab format, notebook parameters, a learner's records
+    `display.py` `plots.py` `predict.py`          text and tables, run and data plots, predict-then-measure
+    `notebooks.py` `workspace.py`                 learner notebooks from solutions; the learner's work/ root
+2. `distributed/`: multi-rank machinery, byte accounting, collective cost, sharding, the ZeRO planner.
+3. `doctor/`: `python -m trainlab.doctor script.py`, the checklist as a tool.
+4. `checks/`: exercise checks, measured by running the learner's code.
+5. `drill/`: broken scripts made on demand.
+6. One package per notebook, named as its labs/ and tests/ folders, none importing another:
+    `start/` (00)  `debugging/` (01)  `fsdp/` (02)  `sparse/` (03)  `kernels/` (04)  `memory/` (05)
 """
 
 from trainlab.data import DataConfig, load_images  # noqa: F401

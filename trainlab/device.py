@@ -74,3 +74,15 @@ def synchronize(device):
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
+
+_CHOSEN = ["cpu"]  # the notebook's device, as trainlab.setup() last chose it
+
+
+def choose(device):
+    """Make device the notebook's: where the exercise checks run their children."""
+    _CHOSEN[0] = str(resolve_device(device))
+
+
+def chosen():
+    return _CHOSEN[0]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from trainlab import paths
+from trainlab import modules, paths
 
 HEADER = re.compile(r"^#\|(.*)$")
 FIX_LINE = re.compile(r"^(\s*)#\+(?:\[([\w-]+)\])? ?(.*)$")
@@ -83,7 +83,7 @@ class Lab:
         return chosen
 
 
-TRAINING = ("start", "debugging")  # modules whose labs are single-process training scripts (the doctor's)
+TRAINING = tuple(m.package for m in modules.MODULES if m.training_labs)  # single-process training scripts (the doctor's)
 
 
 def names(*modules):
@@ -113,6 +113,8 @@ def resolve(name):
     matches = [n for n in known if n.split("/", 1)[1] == name]
     if len(matches) == 1:
         return matches[0]
+    if matches:
+        raise KeyError(f"ambiguous lab name {name!r}: {' or '.join(matches)} (name it with its module folder)")
     raise KeyError(f"no lab named {name!r} in {paths.LABS}; known labs: {', '.join(known)}")
 
 

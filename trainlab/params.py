@@ -19,7 +19,7 @@ import torch
 
 from trainlab import data, paths
 from trainlab.data import cifar
-from trainlab.device import resolve_device
+from trainlab.device import choose, resolve_device
 
 PIN_FILE = paths.PIN_FILE
 
@@ -114,11 +114,9 @@ def self_check(params):
 
 
 def setup(device="auto", dataset="auto", epochs=2, seed=0, world_size=1, smoke=False, show=True):
-    """Validate the notebook's parameters, point the checks at the device, show the self-check."""
-    from trainlab import checks
-
+    """Validate the notebook's parameters, make the device the checks' (`device.choose`), show the self-check."""
     params = validate(device, dataset, epochs, seed, world_size, smoke)
-    checks.configure(device=params.device)
+    choose(params.device)
     if show:
         print(self_check(params))
     return params

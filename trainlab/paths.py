@@ -7,7 +7,8 @@ pin file takes it from here, so moving a folder is a one-line change.
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent  # the trainlab package (its code keys the measure cache)
+REPO = PACKAGE.parent
 LABS = REPO / "labs"  # broken training scripts, one folder per module
 SOLUTIONS = REPO / "solutions"  # solution notebooks: the source of truth
 NOTEBOOKS = REPO / "notebooks"  # learner notebooks, generated from SOLUTIONS

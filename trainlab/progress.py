@@ -21,9 +21,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from trainlab import labs, modules
+
 RECORDS = "records.jsonl"
-MODULE_TITLES = {"start": "00 start here", "debugging": "01 debugging", "fsdp": "02 FSDP",
-                 "sparse": "03 sparse all-reduce", "kernels": "04 custom kernels", "memory": "05 memory, precision, hardware"}
 
 
 def folder():
@@ -86,9 +86,8 @@ def status(records, exercises):
 
 
 def all_exercises():
-    from trainlab.checks.exercises import everything
-
-    return list(everything())
+    """Every exercise by name, in notebook order: one per lab."""
+    return [name for package in modules.PACKAGES for name in labs.names(package)]
 
 
 def report(records, exercises=None):
@@ -101,7 +100,7 @@ def report(records, exercises=None):
         by_module[name.split("/")[0]].append(name)
     for module, names in by_module.items():
         done = sum(rows[n]["status"] == "passed" for n in names)
-        lines.append(f"{MODULE_TITLES.get(module, module)}: {done}/{len(names)} passed")
+        lines.append(f"{modules.get(module).heading if module in modules.PACKAGES else module}: {done}/{len(names)} passed")
         for n in names:
             r = rows[n]
             detail = (f"passed at attempt {r['passed_at']}" if r["status"] == "passed" else

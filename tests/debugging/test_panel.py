@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from trainlab import labs
-from trainlab.measure import run_variants
+from trainlab.checks.measure import run_variants
 from trainlab.debugging.panel import HypothesisPanel
 
 SLEEPY = textwrap.dedent("""

@@ -38,7 +38,7 @@ def test_solution_passes(warmup, reports):
 def test_learner_exception_comes_back_with_their_traceback(warmup, reports):
     with pytest.raises(LearnerError, match="AttributeError") as info:
         warmup.judge_reports(reports["error"], reports["solution"])
-    assert "<error cell>" in info.value.details and "trainlab/measure.py" not in info.value.details
+    assert "<error cell>" in info.value.details and "trainlab/checks/measure.py" not in info.value.details
 
 
 def test_nan_never_passes(warmup, reports):
@@ -114,7 +114,7 @@ for step in range(100):
 def test_a_slow_machine_stretches_budgets_and_every_variant_gets_a_report():
     """Budgets scale with what the reference took here; a variant over its budget is stopped with
     the budget named, and the variants after it still run (in a new child)."""
-    from trainlab.measure import run_variants
+    from trainlab.checks.measure import run_variants
 
     variant = lambda name, sleep, **kw: {"name": name, "source": SLEEPY.format(sleep=sleep), "max_steps": 10, **kw}  # noqa: E731
     reports = run_variants([variant("solution", 0.1, budget_s=60),  # ~1 s: the machine's pace
@@ -127,7 +127,7 @@ def test_a_slow_machine_stretches_budgets_and_every_variant_gets_a_report():
 
 
 def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_changes(tmp_path, monkeypatch):
-    from trainlab import measure
+    from trainlab.checks import measure
 
     monkeypatch.setattr(measure, "CACHE", tmp_path / "measure-cache")  # made when first written
     reference = {"name": "solution", "source": SLEEPY.format(sleep=0.0), "max_steps": 3, "cache": True}

@@ -11,7 +11,8 @@ import pytest
 from tests import matrix, spoilers
 from tests.exercises import phrasings
 from trainlab import labs, paths, workspace
-from trainlab.checks import diagnosis, exercises, magic
+from trainlab.checks import exercises, help_record, magic
+from trainlab.debugging import diagnosis
 from trainlab.checks.core import Exercise, Incorrect
 from trainlab.debugging import investigate
 from trainlab.debugging.panel import HypothesisPanel
@@ -99,7 +100,7 @@ def test_hints_render_as_markdown_not_as_a_quoted_string(monkeypatch):
     exercise.hint()
     assert shown[0].startswith("**[start/warmup] hint 1/4:**") and "hint 2/4" in shown[1]
     assert not shown[0].startswith("'")
-    assert diagnosis.HELP["start/warmup"][-2:] == ["hint 1", "hint 2"]
+    assert help_record.HELP["start/warmup"][-2:] == ["hint 1", "hint 2"]
 
 
 def test_the_lab_browser_reaches_every_lab_and_opens_it_as_a_checked_cell(monkeypatch):
@@ -165,11 +166,10 @@ class Quick(Exercise):
 @pytest.fixture
 def fresh_session(monkeypatch):
     monkeypatch.setattr(diagnosis, "STATED", {})
-    monkeypatch.setattr(diagnosis, "HELP", {})
+    monkeypatch.setattr(help_record, "HELP", {})
     monkeypatch.setattr(investigate, "LOG", [])
-    from trainlab import doctor
     from trainlab.checks import locks
-    monkeypatch.setattr(doctor, "USED", [])
+    monkeypatch.setattr(help_record, "DOCTOR_READ", [])
     monkeypatch.setattr(locks, "PASSED", set())
     monkeypatch.setattr(locks, "RAN", set())
 
@@ -340,7 +340,7 @@ def widget_texts(obj, monkeypatch):
 
     built = []
     monkeypatch.setattr("trainlab.display.show_widget", lambda widget, text: built.append(widget))
-    for module in ("trainlab.checks.diagnosis", "trainlab.checks.helpbox", "trainlab.debugging.panel"):
+    for module in ("trainlab.debugging.diagnosis", "trainlab.checks.helpbox", "trainlab.debugging.panel"):
         monkeypatch.setattr(f"{module}.show_widget", lambda widget, text: built.append(widget), raising=False)
     monkeypatch.setattr("trainlab.debugging.panel.in_ipython", lambda: False)
     obj._ipython_display_()
@@ -364,7 +364,7 @@ def test_no_widget_shown_before_a_lab_names_its_answer(name, monkeypatch):
     lab's cell as a learner meets them: the spoiler scan finds nothing (the form's full menu names every
     cause alike)."""
     from trainlab.checks import exercises
-    from trainlab.checks.diagnosis import DiagnosisForm
+    from trainlab.debugging.diagnosis import DiagnosisForm
 
     widgets = [widget_texts(w, monkeypatch) for w in (HypothesisPanel(name, max_steps=1), DiagnosisForm(name),
                                                       exercises.get(name).help())]

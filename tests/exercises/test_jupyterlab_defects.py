@@ -40,7 +40,7 @@ def test_make_lab_serves_the_learners_folder_and_its_url_opens_the_first_noteboo
 
 
 def test_the_planner_starts_at_the_size_it_was_given_steps_through_model_sizes_and_redraws_one_figure():
-    from trainlab.fsdp import planner
+    from trainlab.distributed import planner
 
     shown = []
 
@@ -87,7 +87,7 @@ def test_workspace_open_starts_jupyterlab_in_the_learners_folder(monkeypatch):
 
 def test_a_wrong_diagnosis_shows_its_reason_in_jupyterlab_not_only_its_head():
     from trainlab.checks.core import Verdict
-    from trainlab.checks.diagnosis import Grade
+    from trainlab.debugging.diagnosis import Grade
 
     reason = "lr-too-high is not what breaks this script; 1 cause(s) not named"
     verdict = Verdict("debugging/nc_7", "not attempted", "the cell is unchanged", diagnosis=Grade(False, reason, (), 0))

@@ -4,7 +4,7 @@ the learner's call runs the solution notebook's cell, with the locked cells it b
 import nbformat
 import pytest
 
-from trainlab.checks import diagnosis, locks
+from trainlab.checks import help_record, locks
 
 
 class Kernel:
@@ -37,7 +37,7 @@ def solution(tmp_path, monkeypatch):
     monkeypatch.setattr(locks.paths, "SOLUTIONS", tmp_path)
     monkeypatch.setattr(locks, "PASSED", set())
     monkeypatch.setattr(locks, "RAN", set())
-    monkeypatch.setattr(diagnosis, "HELP", {})
+    monkeypatch.setattr(help_record, "HELP", {})
     kernel = Kernel()
     monkeypatch.setattr("IPython.get_ipython", lambda: kernel)
     return kernel
@@ -62,12 +62,12 @@ def test_asking_opens_the_cell_and_first_the_locked_cells_it_builds_on_counting_
     locks.unlock("99_demo", "after-nc1")
     assert locks.unlock("99_demo", "answer", ask=True) is True
     assert solution.ran == ["a = 1", "b = 2", "answer = a + b"]  # after-nc1 ran once; the plain cell is not locked
-    assert diagnosis.HELP == {"debugging/nc_2": ["an explanation opened"]}
+    assert help_record.HELP == {"debugging/nc_2": ["an explanation opened"]}
 
 
 def test_asking_for_one_labs_explanation_opens_no_other_labs(solution):
     assert locks.unlock("99_demo", "after-nc2", ask=True) is True
-    assert solution.ran == ["b = 2"] and "debugging/nc_1" not in diagnosis.HELP
+    assert solution.ran == ["b = 2"] and "debugging/nc_1" not in help_record.HELP
 
 
 def test_a_cell_that_failed_runs_again_next_time(solution):

@@ -188,7 +188,7 @@ def test_a_collective_only_some_ranks_call_fails_at_the_timeout_and_names_the_ra
 
 @pytest.mark.parametrize("world_size", sizes(1, 2, 4))
 def test_planner_agrees_with_the_measured_runs(lab, world_size):
-    from trainlab.fsdp.planner import plan
+    from trainlab.distributed.planner import plan
 
     for name, strategy in (("ddp", "ddp"), ("fsdp2", "zero3")):
         predicted = plan(psi(lab), world_size, strategy, precision="fp32", optimizer="adamw")["device_total"]

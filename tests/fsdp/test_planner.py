@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainlab.fsdp.planner import GB, min_ranks, plan, table
+from trainlab.distributed.planner import GB, min_ranks, plan, table
 
 
 def gb(p):

@@ -11,7 +11,8 @@ import torch
 
 from trainlab import labs
 from trainlab.distributed.batchnorm import CrossRankBatchNorm2d, convert
-from trainlab.fsdp import accumulation, experiments, scaling
+from trainlab.distributed import scaling
+from trainlab.fsdp import accumulation, experiments
 from trainlab.models import ModelConfig, build_model
 
 SPEC = {**{f"accum_{way}": {"kind": "accumulation", "way": way} for way in accumulation.WAYS},

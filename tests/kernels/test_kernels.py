@@ -11,7 +11,8 @@ import torch
 
 from tests import matrix
 from trainlab import checks, labs
-from trainlab.kernels import adamw, chain, cross_entropy, labcheck, specs, timing, triton_env, validate
+from trainlab import timing
+from trainlab.kernels import adamw, chain, cross_entropy, labcheck, specs, triton_env, validate
 
 
 @pytest.mark.device

@@ -77,7 +77,7 @@ def test_every_pattern_counts_ring_steps_in_one_unit():
 
 
 def test_over_a_real_link_latency_pulls_the_crossover_below_the_byte_crossover_as_ranks_grow():
-    from trainlab.fsdp import scaling
+    from trainlab.distributed import scaling
     link, D = scaling.infiniband(), 1 << 22
     few, many = cost.link_crossover("allgather", 8, link, D), cost.link_crossover("allgather", 256, link, D)
     assert 0.5 * cost.byte_crossover("allgather", 8, D) < few < cost.byte_crossover("allgather", 8, D)  # bytes decide

@@ -2,10 +2,12 @@
 
 - `core.py`: outcomes, verdicts and the Exercise base (check / hint / solution);
 - `lab.py`: single-process training labs judged on behaviour, cause by cause;
+- `measure.py`: the measuring child those labs (and module 01's panel) run variants in, under the doctor's probe;
 - `corpus.py`: the format of each exercise's wrong fixes and correct alternatives;
 - `exercises.py`: every exercise by name (declared in `trainlab/<module>/exercises.py`);
 - `magic.py`: the `%%lab` cell magic;
 - `helpbox.py`: hints, the doctor's reading and the solution behind buttons (`exercise.help()`);
+- `help_record.py`: the help a learner used on each lab, shown with a graded diagnosis;
 - `locks.py`: cells that explain a fix, opened once it passes (`unlock(...)`).
 """
 

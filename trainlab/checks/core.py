@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import labs, progress
-from trainlab.checks import diagnosis, locks
+from trainlab.device import chosen
+from trainlab.checks import help_record, locks
 from trainlab.display import Code, say, show
 
 
@@ -49,6 +50,20 @@ class TimedOut(Outcome):
 
 
 KINDS = ("pass", "incorrect", "error", "timed out", "not attempted")
+# Module 01 grades a stated diagnosis beside the fix (`trainlab.debugging.diagnosis` fills this in when
+# imported): grade(lab) -> its Grade or None, doctor_reading(lab) -> the doctor's report, counted as help.
+DIAGNOSIS = {}
+
+
+class _NotStated:
+    head = "Diagnosis not stated"
+
+    def __str__(self):
+        return ("diagnosis not stated: state it (diagnosis.form(LAB) or diagnosis.state(...)) before you "
+                "look at the fix - an interview grades the reasoning too")
+
+
+NOT_STATED = _NotStated()
 
 
 @dataclass(repr=False)  # repr is the readable text: what papermill and consoles show
@@ -95,7 +110,16 @@ def same_text(a, b):
 class Exercise:
     """Base: a lab to fix, hints, a corpus; subclasses implement judge(source) and judged_causes."""
 
-    device = "cpu"  # where checks run their children; trainlab.params.setup() sets it
+    _device = None  # set on one exercise; otherwise the notebook's device (trainlab.setup chooses it)
+
+    @property
+    def device(self):
+        """Where this check runs its children."""
+        return self._device or chosen()
+
+    @device.setter
+    def device(self, value):
+        self._device = str(value)
 
     def __init__(self, lab, hints=(), corpus=()):
         self.lab = labs.resolve(lab)
@@ -135,14 +159,15 @@ class Exercise:
 
     @property
     def asks_for_diagnosis(self):
-        """Debugging labs grade a stated diagnosis next to the fix (`trainlab.checks.diagnosis`)."""
+        """Debugging labs and drills grade a stated diagnosis next to the fix (`trainlab.debugging.diagnosis`)."""
         return self.lab.split("/")[0] in ("debugging", "drill")
 
     def check(self, source):
         """Judge source and show the verdict; for debugging labs, with the diagnosis graded apart."""
         verdict = self.verdict(source)
         if self.asks_for_diagnosis:
-            verdict.diagnosis = diagnosis.grade(self.lab) or diagnosis.NOT_STATED
+            grade = DIAGNOSIS.get("grade")  # none registered: nobody in this kernel could have stated one
+            verdict.diagnosis = (grade and grade(self.lab)) or NOT_STATED
         show(verdict)
         if verdict.passed:
             locks.record_pass(self.name)
@@ -159,11 +184,11 @@ class Exercise:
             return say(f"[{self.name}] no hints for this one")
         i = self._next_hint if level is None else max(0, min(level - 1, len(self.hints) - 1))
         self._next_hint = min(i + 1, len(self.hints) - 1)
-        diagnosis.used_help(self.lab, f"hint {i + 1}")
+        help_record.record(self.lab, f"hint {i + 1}")
         say(f"**[{self.name}] hint {i + 1}/{len(self.hints)}:** {self.hints[i]}")
 
     def solution(self):
-        diagnosis.used_help(self.lab, "solution")
+        help_record.record(self.lab, "solution")
         show(Code(self.solution_text()))
 
     def help(self):

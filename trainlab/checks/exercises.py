@@ -10,16 +10,16 @@ module's exercise file can import the checks framework without an import cycle.
 import functools
 import importlib
 
-from trainlab import labs
+from trainlab import labs, modules
+from trainlab.device import choose
 
-MODULES = ("start", "debugging", "fsdp", "sparse", "kernels", "memory")  # in notebook order
 
 
 @functools.cache
 def everything():
     """{exercise name: exercise} for every module, in notebook order."""
     found = {}
-    for module in MODULES:
+    for module in modules.PACKAGES:
         for exercise in importlib.import_module(f"trainlab.{module}.exercises").EXERCISES:
             found[exercise.name] = exercise
     return found
@@ -32,13 +32,11 @@ def __getattr__(name):
 
 
 GENERATED = {}  # exercises made at run time (drills), by name
-DEVICE = ["cpu"]  # where checks run, as configure() last set it
 
 
 def register(exercise):
     """Make an exercise made at run time (a drill's) reachable by name, as `%%lab NAME` needs."""
     GENERATED[exercise.name] = exercise
-    exercise.device = DEVICE[0]
     return exercise
 
 
@@ -53,7 +51,7 @@ def get(name):
 
 
 def configure(device="cpu"):
-    """Run every check's child on device (the notebook's `device` parameter)."""
-    DEVICE[0] = str(device)
+    """Run every check's child on device (what `trainlab.setup(device=...)` does for a notebook)."""
+    choose(device)
     for exercise in [*everything().values(), *GENERATED.values()]:
-        exercise.device = str(device)
+        exercise._device = None  # an exercise set apart follows the notebook's device again

@@ -7,7 +7,7 @@ to anyone stepping to the next section; a button does nothing until it is clicke
 (papermill) show one line saying how to ask from code instead.
 """
 
-from trainlab.checks import diagnosis
+from trainlab.checks import core, help_record
 from trainlab.display import show, show_widget
 
 
@@ -17,7 +17,8 @@ class HelpBox:
 
     @property
     def offers_doctor(self):
-        return self.exercise.asks_for_diagnosis  # debugging labs and drills: the doctor reads training scripts
+        # debugging labs and drills: the doctor reads training scripts (module 01 hands over its reader)
+        return self.exercise.asks_for_diagnosis and "doctor_reading" in core.DIAGNOSIS
 
     def __repr__(self):
         name = self.exercise.name
@@ -32,7 +33,7 @@ class HelpBox:
         return f"Next hint ({rung} of {total})" if not self._shown_last() else f"All {total} hints shown"
 
     def _shown_last(self):
-        used = diagnosis.HELP.get(self.exercise.lab, [])
+        used = help_record.HELP.get(self.exercise.lab, [])
         return f"hint {len(self.exercise.hints)}" in used
 
     def _ipython_display_(self):
@@ -52,15 +53,13 @@ class HelpBox:
             doctor = w.Button(description="The doctor's reading", layout=w.Layout(width="auto"))
 
             def on_doctor(_):  # two clicks, as for the solution: the doctor names the causes
-                from trainlab.debugging import investigate
-
                 if doctor.description == "The doctor's reading":
                     doctor.description, doctor.button_style = "Ask the doctor? It names the causes: click again", "warning"
                     return
                 doctor.button_style = ""
                 doctor.disabled, doctor.description = True, "The doctor is reading the run..."
                 with out:
-                    show(investigate.doctor_report(self.exercise.lab))
+                    show(core.DIAGNOSIS["doctor_reading"](self.exercise.lab))
                 doctor.disabled, doctor.description = False, "The doctor's reading"
 
             doctor.on_click(on_doctor)

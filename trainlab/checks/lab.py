@@ -1,6 +1,6 @@
 """Exercises on single-process training labs, judged on behaviour, not text.
 
-The lab's solution and the learner's cell run in one child (`trainlab.measure.run_variants`)
+The lab's solution and the learner's cell run in one child (`trainlab.checks.measure.run_variants`)
 for the same bounded number of steps, under the doctor's probe; the verdict is computed here,
 in the parent, from what the child measured:
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from trainlab import labs
 from trainlab.checks.core import (Exercise, Incorrect, LearnerError, NotAttempted, Outcome, TimedOut, Verdict,
                                   same_text)
-from trainlab.measure import run_variants
+from trainlab.checks.measure import run_variants
+from trainlab.doctor import causes
 
 MB = 1e6
 LOW_PRECISION = ("torch.float16", "torch.bfloat16")
@@ -146,7 +147,7 @@ class NoFloat64:
 class UnitsFire:
     """dead-units: no ReLU layer outputs zero for (almost) every input."""
 
-    most_dead: float = 0.95
+    most_dead: float = causes.limit("dead-units", "check")["dead_share"]
 
     def judge(self, mine, ref):
         dead = max(mine.get("dead_relu") or [0.0])
@@ -198,7 +199,7 @@ class BatchesDiffer:
 class WeightDecayAtMost:
     """weight-decay-too-high: the weight decay stays in the range that regularises."""
 
-    most: float = 0.1
+    most: float = causes.limit("weight-decay-too-high", "check")["most"]
 
     def judge(self, mine, ref):
         for o in mine["optimizers"]:
@@ -239,8 +240,8 @@ class InputsNormalised:
     """inputs-not-normalised: the model's input is near zero mean and unit variance."""
 
     def judge(self, mine, ref):
-        stats = mine["root_input"]
-        if stats and (abs(stats["mean"]) > 1 or not 0.2 < stats["std"] < 5):
+        stats, bounds = mine["root_input"], causes.limit("inputs-not-normalised", "check")
+        if stats and (abs(stats["mean"]) > bounds["abs_mean"] or not bounds["std_below"] < stats["std"] < bounds["std_above"]):
             raise Incorrect(f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
                             f"{stats['std']:.2f}")
 
@@ -275,7 +276,7 @@ class NoConstantWeights:
     def judge(self, mine, ref):
         stds = mine["init_weight_std"]
         constant = [name for name, std in stds.items() if std == 0.0]
-        if constant:
+        if len(constant) >= causes.limit("zero-initialisation", "check")["constant_tensors"]:
             raise Incorrect(f"{len(constant)} of {len(stds)} weight tensors are constant when training starts "
                             f"({', '.join(constant[:4])}{', ...' if len(constant) > 4 else ''})")
 

@@ -5,7 +5,8 @@
 
 - `synthetic.py`: the deterministic CIFAR-shaped set (numpy's seeded generator);
 - `cifar.py`: real CIFAR-10 found on disk, verified file by file;
-- `loaders.py`: the two input paths (the fast `DeviceLoader`, the standard `Dataset` path).
+- `loaders.py`: the two input paths (the fast `DeviceLoader`, the standard `Dataset` path);
+- `files.py`: the set as encoded image files on disk, the layout most tutorials start from.
 
 `python -m trainlab.data --download` fetches real CIFAR-10 (`make data`).
 """

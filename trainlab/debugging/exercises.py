@@ -12,6 +12,7 @@ from trainlab.checks.lab import (MB, AllParamsOptimized, Fp32MasterWeights, Fres
                                  NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most,
                                  sample_fetches_at_most,
                                  graph_growth_at_most)
+from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis grader with the checks
 
 # What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.
 DATA_WAIT = (data_wait_at_most(0.3),  # share of the step spent waiting for the next batch, and

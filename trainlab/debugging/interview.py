@@ -13,9 +13,9 @@ import threading
 import time
 
 from trainlab import drill
-from trainlab.checks import diagnosis
+from trainlab.checks import help_record
 from trainlab.checks.magic import cell_text
-from trainlab.debugging import investigate
+from trainlab.debugging import diagnosis, investigate
 from trainlab.display import Code, in_ipython, say, show, show_widget
 
 
@@ -80,7 +80,7 @@ class MockInterview:
                 "shows the answer now.*")
             return
         if self.stopped is None:
-            diagnosis.used_help(self.name, "reveal")
+            help_record.record(self.name, "reveal")
         minutes = self.elapsed() / 60
         self._revealed = True  # the countdown stops ticking
         grade = diagnosis.grade(self.name)

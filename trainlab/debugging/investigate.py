@@ -8,7 +8,7 @@ diagnosis cites.
 Every experiment reads the same instrumented run of the lab as shipped (the doctor's probe,
 `every_experiment=True`, one run per lab per kernel, cached), and shows only its own numbers:
 no findings, no cause ids - concluding is the learner's job. Each result is appended to
-`LOG`, which the diagnosis form offers as evidence (`trainlab.checks.diagnosis`).
+`LOG`, which the diagnosis form offers as evidence (`trainlab.debugging.diagnosis`).
 """
 
 import math
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import doctor, labs
+from trainlab.checks import help_record
 from trainlab.doctor import experiments, trend
 from trainlab.display import say, table, working
 
@@ -325,7 +326,7 @@ def checklist(lab):
 def doctor_report(lab):
     """The doctor's own conclusions from the same instrumented run (counts as consulting the doctor)."""
     report = instrumented_run(lab)
-    doctor.USED.append(labs.path(lab).resolve())
+    help_record.doctor_read(labs.path(lab))
     return report
 
 

@@ -9,7 +9,7 @@ learning rate, clip the gradients, turn weight decay or the LR schedule off - ea
 the script's own text (`trainlab.checks.corpus`), offered wherever the script has the line it edits.
 None of them reads the lab's fix: they are experiments, not answers, and several are the symptom
 masks a check rejects - seeing one move the curves says where to look, never that it is the fix.
-Each run goes through the measuring child (`trainlab.measure`) for the same bounded number of
+Each run goes through the measuring child (`trainlab.checks.measure`) for the same bounded number of
 steps, so the curves compare like with like; every run stays on the plot, labelled by its changes.
 The figure is one output, redrawn in place while a run trains. Used in notebook 01.
 """
@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from trainlab import labs
 from trainlab.checks.corpus import EditError, clip_gradients, lower_lr, no_lr_schedule, no_weight_decay
 from trainlab.display import in_ipython, show, show_widget
-from trainlab.measure import run_variants
+from trainlab.checks.measure import run_variants
 
 CHANGES = {"lower the learning rate 10x": lower_lr,
            "raise the learning rate 10x": lambda text: lower_lr(text, factor=0.1),

@@ -4,10 +4,21 @@
     python -m trainlab.doctor --nproc-per-node 2 labs/fsdp/train.py          # a multi-rank script
     report = trainlab.doctor.diagnose("train.py")                        # from a notebook
 
-It runs the script unmodified for a bounded number of steps, instruments it from outside
-(probe.py), runs the quick experiments that apply (experiments.py), applies the checklist
-(rules.py) and ranks the findings (report.py). With --nproc-per-node it runs the script on N
-ranks under torchrun and compares them (multirank.py). Notebook 01 is built around it.
+It runs the script unmodified for a bounded number of steps, instruments it from outside and
+applies the checklist:
+- `examine.py`: one script in this process: run it, measure, run the quick experiments, rank;
+- `execute.py`: the one way a script file or source text runs under the probe (the checks use it too);
+- `probe.py`: the instruments, installed as global hooks for the run;
+- `experiments.py`: the quick experiments on a copy of the model (overfit, control run, LR range, label test);
+- `trend.py`: is the run learning, decided from the run itself;
+- `rules.py`: the checklist's rules, from measurements to findings;
+- `causes.py`: the registry: every cause declared once (the diagnosis menu, the checks, the drills read it);
+  `causes_doc.py` writes `docs/doctor_causes.md` from it;
+- `phrases.py`: which causes a diagnosis written in words names;
+- `report.py`: findings ranked, as text, HTML and JSON;
+- `multirank.py`, `worker.py`, `ranks.py`, `collectives.py`: `--nproc-per-node N` under torchrun, what
+  each rank shows from inside, every collective it calls, and the ranks compared.
+Notebook 01 is built around it.
 """
 
 import json
@@ -19,7 +30,7 @@ from trainlab.doctor.multirank import launch_limit
 from trainlab.doctor.report import Finding, Report  # noqa: F401
 
 
-USED = []  # resolved paths of the scripts diagnosed in this kernel (a diagnosis records it as help used)
+LISTENERS = []  # called with the resolved path of every script diagnose() reads (trainlab.checks.help_record)
 
 
 def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
@@ -27,7 +38,8 @@ def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0,
     """Diagnose a script file (or source text) in a child process; return its Report.
     nproc_per_node=N runs it on N ranks under torchrun and compares them."""
     if script is not None:
-        USED.append(Path(script).resolve())
+        for listen in LISTENERS:
+            listen(Path(script).resolve())
     return examine_script(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
                           stream=stream, nproc_per_node=nproc_per_node)
 

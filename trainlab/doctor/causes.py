@@ -1,83 +1,329 @@
-"""The doctor's cause ids, each with its category, the question that tests it and the
-experiments whose result tells it apart.
+"""Every cause the doctor can report, declared once: the registry the doctor's rules, the exercise
+checks, the drills' mutations, the diagnosis menu and `docs/doctor_causes.md` all read.
 
-This is the menu a learner states a diagnosis from (`trainlab.checks.diagnosis`): a rule that
-reports a new id adds it here, and every menu shows it without editing an exercise (a test
-keeps the rules, the labs and this table in step). Questions say what a hypothesis tests, never
-how to fix it, so panels and menus can show them before the learner asks for a hint.
+    causes.get("missing-zero-grad").question     # the hypothesis an experiment answers
+    causes.CAUSES                                # the menu: the causes a learner diagnoses
+    causes.limit("dead-units", "check")          # a threshold, named, where doctor and check differ
+
+Each entry says what the cause is (id, category), how an engineer would meet it (the symptoms it
+shows), how it is tested (the question, the experiments whose result tells it apart), how the
+doctor detects it (the mechanism and the evidence fields of its finding) and, where the doctor's
+rule and the exercise check judge the same cause by different thresholds, both, named: the
+doctor's are absolute (it has no reference run), a check may compare with the solution's run.
+A finding whose id is not here is refused when it is made (`report.Finding`). Questions say what
+a hypothesis tests, never how to fix it, so menus can show them before the learner asks for help.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+# The checklist's order, also the order findings of one severity are ranked in (`report.rank`).
+CATEGORIES = ("distributed", "data", "model", "loss", "optimizer", "device", "precision", "run")
+SYMPTOMS = ("no-convergence", "nan", "slow", "memory", "crash", "hang")
 
 
 @dataclass(frozen=True)
-class CauseInfo:
+class Cause:
     id: str  # stable id, as in the doctor's findings and the labs' `#| cause` lines
-    category: str  # data, model, loss, optimizer, device, precision
-    question: str  # the hypothesis, as a question an experiment answers
-    evidence: tuple  # ids of the experiments (trainlab.debugging.investigate) that discriminate it
+    category: str  # one of CATEGORIES
+    question: str | None = None  # the hypothesis as a question an experiment answers (None: not on the menu)
+    evidence: tuple = ()  # ids of the experiments (trainlab.debugging.investigate) that discriminate it
+    symptoms: tuple = ()  # what an engineer reports when this is the cause (SYMPTOMS)
+    role: str = "cause"  # "cause", or "context": information beside the causes, never a root cause
+    severities: tuple = ("critical", "warning")  # the severities its finding takes
+    mechanism: str = ""  # how the doctor detects it, in words (the docs' table)
+    fields: tuple = ()  # the evidence fields of its finding
+    limits: dict = field(default_factory=dict, hash=False)  # {"doctor": {...}, "check": {...}} where they differ
 
 
-CAUSES = {c.id: c for c in (
-    CauseInfo("inputs-not-normalised", "data", "is the model's input near zero mean and unit variance?",
-              ("input-stats",)),
-    CauseInfo("labels-misaligned", "data", "do the labels carry information about the images?", ("label-test",)),
-    CauseInfo("batches-of-one-class", "data", "does each training batch mix the classes?", ("batch-contents",)),
-    CauseInfo("same-batch-every-step", "data", "does each step train on a new batch?", ("batch-contents",)),
-    CauseInfo("zero-initialisation", "model", "do the weights start different from each other?",
-              ("init-stats", "layer-gradients")),
-    CauseInfo("dead-units", "model", "do the ReLU units fire?", ("layer-gradients",)),
-    CauseInfo("parameters-get-no-gradient", "model", "does every parameter the optimizer holds get a gradient?",
-              ("gradient-flow",)),
-    CauseInfo("cannot-overfit-one-batch", "model", "can the model memorise one batch from its initial weights?",
-              ("overfit-one-batch",)),
-    CauseInfo("softmax-before-cross-entropy", "loss", "does the loss function receive logits?", ("loss-inputs",)),
-    CauseInfo("unstable-loss", "loss", "is the loss finite while the model's outputs are finite?",
-              ("first-nonfinite",)),
-    CauseInfo("loss-not-differentiable", "loss", "does the loss depend on the parameters differentiably?",
-              ("gradient-flow",)),
-    CauseInfo("params-not-in-optimizer", "optimizer", "is every parameter the forward pass uses in the optimizer?",
-              ("optimizer-coverage",)),
-    CauseInfo("missing-zero-grad", "optimizer", "does each backward start from zero gradients?",
-              ("gradient-freshness",)),
-    CauseInfo("zero-grad-before-step", "optimizer", "are the gradients still there when the optimizer steps?",
-              ("layer-gradients",)),
-    CauseInfo("weight-decay-too-high", "optimizer", "how much does weight decay shrink the weights per step?",
-              ("optimizer-settings",)),
-    CauseInfo("missing-optimizer-step", "optimizer", "do the weights change after each step?", ("optimizer-coverage",)),
-    CauseInfo("lr-schedule-too-fast", "optimizer", "what is the learning rate at each step?", ("lr-per-step",)),
-    CauseInfo("lr-too-high", "optimizer", "is the learning rate inside the range where the loss falls?",
-              ("lr-range-test",)),
-    CauseInfo("lr-too-low", "optimizer", "how much does each step change the weights?",
-              ("update-sizes", "lr-range-test")),
-    CauseInfo("clipping-too-tight", "optimizer", "how much of the gradient does clipping keep?", ("update-sizes",)),
-    CauseInfo("fp16-master-weights", "precision", "in which dtype do the optimizer's weights and state live?",
-              ("dtypes",)),
-    CauseInfo("bf16-master-weights", "precision", "do the optimizer's updates survive being added to the weights?",
-              ("dtypes", "update-sizes")),
-    CauseInfo("fp16-gradient-underflow", "precision", "how many gradient entries are exactly zero?",
-              ("dtypes", "gradient-flow")),
-    CauseInfo("float64-compute", "precision", "in which dtype do the layers compute?", ("dtypes",)),
-    CauseInfo("batch-too-small", "device", "how many samples does each step process?", ("batch-contents",)),
-    CauseInfo("data-loader-starves", "device", "how much of a step is spent waiting for data?", ("time-split",)),
-    CauseInfo("host-syncs-in-loop", "device", "how many host reads (device syncs) run per step?", ("host-reads",)),
-    CauseInfo("graph-kept-alive", "device", "does memory held for backward grow from step to step?",
-              ("memory-per-step",)),
+ALL = {c.id: c for c in (
+    Cause('inputs-not-normalised', 'data',
+          question="is the model's input near zero mean and unit variance?",
+          evidence=('input-stats',),
+          symptoms=('no-convergence',),
+          mechanism="mean or std of the root module's input beyond 5",
+          fields=('input_mean', 'input_std', 'input_max')),
+    Cause('labels-misaligned', 'data',
+          question='do the labels carry information about the images?',
+          evidence=('label-test',),
+          symptoms=('no-convergence',),
+          mechanism='a nearest-class-mean probe on the captured (input, label) pairs, on two views of the inputs (translation-invariant spectra; the pooled pixels), does not beat chance + 4 standard errors in either (≥ 256 samples)',
+          fields=('label_test_accuracy', 'chance', 'samples', 'view')),
+    Cause('batches-of-one-class', 'data',
+          question='does each training batch mix the classes?',
+          evidence=('batch-contents',),
+          symptoms=('no-convergence',),
+          mechanism='at least half the captured training batches hold one class, where shuffled labels in batches of that size would give fewer than 5% (tiny batches hold one class by chance)',
+          fields=('single_class_batches', 'batches_checked', 'by_chance')),
+    Cause('same-batch-every-step', 'data',
+          question='does each step train on a new batch?',
+          evidence=('batch-contents',),
+          symptoms=('no-convergence',),
+          mechanism='fewer distinct input batches than half the steps checked',
+          fields=('batches_checked', 'distinct_batches')),
+    Cause('zero-initialisation', 'model',
+          question='do the weights start different from each other?',
+          evidence=('init-stats', 'layer-gradients'),
+          symptoms=('no-convergence',),
+          mechanism='at least half the weight tensors have std 0 at the first forward',
+          fields=('constant_weight_tensors', 'weight_tensors', 'dead_relu_share')),
+    Cause('dead-units', 'model',
+          question='do the ReLU units fire?',
+          evidence=('layer-gradients',),
+          symptoms=('no-convergence',),
+          mechanism='a ReLU layer outputs zero for > 98% of inputs (not explained by a constant init)',
+          fields=('dead_relu_share',)),
+    Cause('parameters-get-no-gradient', 'model',
+          question='does every parameter the optimizer holds get a gradient?',
+          evidence=('gradient-flow',),
+          symptoms=('no-convergence',),
+          mechanism='after every inspected backward, parameters the forward pass used have `grad` None or identically zero (cut by `.detach()`, `.data` or a `no_grad` region; sub-modules run under `no_grad` inside a training forward are named), or are frozen (`requires_grad=False`) but held by the optimizer; critical when cut, frozen weight matrices, kernels or embeddings at their random initialisation (no `load_state_dict` of their module or an enclosing one, no `torch.distributed.checkpoint.load`), or frozen in a run that does not learn; info for frozen layers holding loaded weights in a learning run (fine-tuning)',
+          fields=('modules', 'tensors_without_gradient', 'params', 'how')),
+    Cause('cannot-overfit-one-batch', 'model',
+          question='can the model memorise one batch from its initial weights?',
+          evidence=('overfit-one-batch',),
+          symptoms=('no-convergence',),
+          mechanism='50 Adam steps on one captured batch from the first-forward weights leave the loss above 70% of its start',
+          fields=('loss_first', 'loss_after_50_steps')),
+    Cause('loss-at-init', 'model',
+          symptoms=('no-convergence',),
+          severities=('warning', 'info'),
+          mechanism='first loss more than 1 away from ln(classes)',
+          fields=('first_loss', 'ln_classes')),
+    Cause('softmax-before-cross-entropy', 'loss',
+          question='does the loss function receive logits?',
+          evidence=('loss-inputs',),
+          symptoms=('no-convergence',),
+          mechanism='a loss function receives rows that are all ≥ 0 and sum to 1',
+          fields=('calls_with_probabilities',)),
+    Cause('unstable-loss', 'loss',
+          question="is the loss finite while the model's outputs are finite?",
+          evidence=('first-nonfinite',),
+          symptoms=('nan',),
+          mechanism='the loss is non-finite while every module output was finite',
+          fields=('first_nonfinite_loss_step', 'first_nonfinite_module_step')),
+    Cause('loss-not-differentiable', 'loss',
+          question='does the loss depend on the parameters differentiably?',
+          evidence=('gradient-flow',),
+          symptoms=('no-convergence',),
+          mechanism='backward() ran on a leaf loss (made with `requires_grad_()` or `torch.tensor`), or no parameter got a gradient from any inspected backward',
+          fields=('loss_leaf_backwards', 'backwards_without_any_gradient', 'backwards_checked', 'loss_varies')),
+    Cause('params-not-in-optimizer', 'optimizer',
+          question='is every parameter the forward pass uses in the optimizer?',
+          evidence=('optimizer-coverage',),
+          symptoms=('no-convergence',),
+          mechanism='parameter tensors used in the forward pass that no optimizer holds',
+          fields=('params_not_optimized', 'optimized_but_unused')),
+    Cause('missing-zero-grad', 'optimizer',
+          question='does each backward start from zero gradients?',
+          evidence=('gradient-freshness',),
+          symptoms=('no-convergence',),
+          mechanism='gradients left over from the previous step when backward() runs',
+          fields=('backwards_with_stale_grads', 'checked')),
+    Cause('zero-grad-before-step', 'optimizer',
+          question='are the gradients still there when the optimizer steps?',
+          evidence=('layer-gradients',),
+          symptoms=('no-convergence',),
+          mechanism='every gradient is zero when `optimizer.step()` runs, though backward produced gradients',
+          fields=('grad_norm_at_step', 'steps_checked')),
+    Cause('weight-decay-too-high', 'optimizer',
+          question='how much does weight decay shrink the weights per step?',
+          evidence=('optimizer-settings',),
+          symptoms=('no-convergence',),
+          mechanism='weight decay above 0.01 (SGD) or 1.0 (AdamW)',
+          fields=('weight_decay', 'lr', 'shrink_per_step')),
+    Cause('missing-optimizer-step', 'optimizer',
+          question='do the weights change after each step?',
+          evidence=('optimizer-coverage',),
+          symptoms=('no-convergence',),
+          mechanism='≥ 10 backwards and no optimizer step',
+          fields=('backwards', 'optimizer_steps')),
+    Cause('lr-schedule-too-fast', 'optimizer',
+          question='what is the learning rate at each step?',
+          evidence=('lr-per-step',),
+          symptoms=('no-convergence',),
+          mechanism='the LR falls below 1/1000 of its peak within the run',
+          fields=('lr_peak', 'lr_now', 'steps')),
+    Cause('lr-too-high', 'optimizer',
+          question='is the learning rate inside the range where the loss falls?',
+          evidence=('lr-range-test',),
+          symptoms=('nan', 'no-convergence'),
+          mechanism="the loss grows 3x and then a module produces inf/NaN from finite inputs; or the run does not learn at an LR 10x above the LR range test's suggestion; or the update-to-weight ratio exceeds 0.1 in a run that does not learn",
+          fields=('first_nonfinite_module', 'first_nonfinite_step', 'lr', 'loss_first', 'loss_peak', 'suggested_lr', 'update_ratio_median', 'smallest', 'largest')),
+    Cause('lr-too-low', 'optimizer',
+          question='how much does each step change the weights?',
+          evidence=('update-sizes', 'lr-range-test'),
+          symptoms=('no-convergence',),
+          mechanism='median update-to-weight ratio \\|Δw\\|/\\|w\\| over weight tensors below 1e-5 on the inspected steps in a run that does not learn (and not explained by tight clipping)',
+          fields=('update_ratio_median', 'smallest', 'largest', 'steps_checked', 'lr')),
+    Cause('clipping-too-tight', 'optimizer',
+          question='how much of the gradient does clipping keep?',
+          evidence=('update-sizes',),
+          symptoms=('no-convergence',),
+          mechanism='`clip_grad_norm_`/`clip_grad_value_` wrapped: the norm after over the norm before keeps < 10% at the median step in a run that does not learn (critical); a gradient norm pinned at one value by hand-written rescaling (warning)',
+          fields=('norm_kept', 'grad_norm_at_step', 'norm_pinned')),
+    Cause('fp16-master-weights', 'precision',
+          question="in which dtype do the optimizer's weights and state live?",
+          evidence=('dtypes',),
+          symptoms=('nan', 'no-convergence'),
+          mechanism='an optimizer updates float16 parameters',
+          fields=('param_dtypes', 'optimizer_eps', 'eps_in_fp16')),
+    Cause('float64-compute', 'precision',
+          question='in which dtype do the layers compute?',
+          evidence=('dtypes',),
+          symptoms=('slow',),
+          mechanism='layers output float64',
+          fields=('float64_outputs',)),
+    Cause('bf16-master-weights', 'precision',
+          question="do the optimizer's updates survive being added to the weights?",
+          evidence=('dtypes', 'update-sizes'),
+          symptoms=('no-convergence',),
+          mechanism='an optimizer updates bfloat16 parameters (critical when more than 5% of the weights a gradient pushed kept their value to the next inspected step)',
+          fields=('lost_update_share',)),
+    Cause('fp16-gradient-underflow', 'precision',
+          question='how many gradient entries are exactly zero?',
+          evidence=('dtypes', 'gradient-flow'),
+          symptoms=('no-convergence',),
+          mechanism='layers compute in float16 on float32 weights and more than 25% of the gradient entries reach the optimizer exactly zero',
+          fields=('zero_gradient_share',)),
+    Cause('data-loader-starves', 'device',
+          question='how much of a step is spent waiting for data?',
+          evidence=('time-split',),
+          symptoms=('slow',),
+          mechanism='> 30% of a step waiting for data, or samples fetched one by one at > 50 µs each',
+          fields=('data_wait_share', 'step_ms', 'sample_fetches_per_step', 'us_per_sample')),
+    Cause('host-syncs-in-loop', 'device',
+          question='how many host reads (device syncs) run per step?',
+          evidence=('host-reads',),
+          symptoms=('slow',),
+          mechanism='> 16 host reads of tensor values per step (info below)',
+          fields=('host_reads_per_step',)),
+    Cause('batch-too-small', 'device',
+          question='how many samples does each step process?',
+          evidence=('batch-contents',),
+          symptoms=('slow',),
+          mechanism='fewer than 16 samples per step',
+          fields=('batch_size', 'step_ms')),
+    Cause('graph-kept-alive', 'device',
+          question='does memory held for backward grow from step to step?',
+          evidence=('memory-per-step',),
+          symptoms=('memory',),
+          mechanism="autograd graphs of earlier steps still alive, counted through weak references: saved tensors tagged by step (critical: activations kept, as with `retain_graph=True`), or a marker in each inspected loss's `grad_fn` metadata (warning: nodes kept by a list of losses or `total += loss`); weak references to the loss tensors tell a list from a running sum",
+          fields=('graphs_alive_after_step', 'steps_checked', 'loss_tensors_alive', 'growth_bytes_per_step', 'held_bytes_last_step')),
+    Cause('crash', 'run',
+          symptoms=('crash',),
+          mechanism="the script raised: the message, and where (file:line); the traceback is in the report's `crash`",
+          fields=('where',)),
+    Cause('update-sizes', 'optimizer',
+          symptoms=(),
+          role='context',
+          severities=('info',),
+          mechanism='the median \\|Δw\\|/\\|w\\| per step over weight tensors (healthy runs sit near 1e-3 to 1e-2), the smallest and largest layer',
+          fields=('update_ratio_median', 'smallest', 'largest', 'steps_checked')),
+    Cause('gradient-clipping', 'optimizer',
+          symptoms=(),
+          role='context',
+          severities=('info',),
+          mechanism='the share of the gradient norm clipping keeps',
+          fields=('norm_kept', 'grad_norm_at_step', 'norm_pinned')),
+    Cause('control-run', 'run',
+          symptoms=(),
+          role='context',
+          severities=('info',),
+          mechanism="the differential diagnosis: the script's model, from its first-forward weights, trained on its captured batches (the last 2 held out) with a known-good loop (cross-entropy on the logits, AdamW lr 3e-3, no clipping, zeroed gradients, fp32, 64 steps). If the control learns (held-out loss 3% below both its start and the class-prior loss) and the script does not, the fault is in the loop; if it fails too, in the data or the model",
+          fields=('held_out_loss_before', 'held_out_loss_after', 'held_out_acc_before', 'held_out_acc_after', 'chance', 'prior_loss', 'learns', 'control_train_loss', 'script_loss')),
+    Cause('experiments-skipped', 'run',
+          symptoms=(),
+          role='context',
+          severities=('info',),
+          mechanism="experiments the doctor did not run: on a sharded (FSDP) model, whose copy cannot run on one rank, or when at the script's own time per step one would not fit in what the run left of the doctor's `--time-limit` (`--every-experiment` runs them whatever they cost)",
+          fields=('why',)),
+    Cause('compile-disabled', 'run',
+          symptoms=(),
+          role='context',
+          severities=('info',),
+          mechanism='`torch.compile` / `nn.Module.compile` calls, which the doctor turns into no-ops so hooks see eager modules',
+          fields=('compile_calls',)),
+    Cause('partial-collective', 'distributed',
+          symptoms=('hang',),
+          mechanism="the ranks' collective logs, compared call by call per process group: at the first disagreement a rank has a call the others do not have at all, or one (the same op from the same call site) that no other rank makes there or later - a collective inside `if rank == 0`",
+          fields=('kind', 'call_index', 'group', 'rank_<r>')),
+    Cause('collective-mismatch', 'distributed',
+          symptoms=('hang',),
+          mechanism='the same comparison: the ranks call different collectives at the same index, or hand the same one tensors of different shapes (all-to-all splits and pickled objects may differ)',
+          fields=('kind', 'call_index', 'group', 'rank_<r>')),
+    Cause('uneven-steps', 'distributed',
+          symptoms=('hang',),
+          mechanism="the ranks' optimizer steps, backward passes or training forwards of the model differ (critical when a rank then waited in a collective: the one with more batches starts a step nobody joins)",
+          fields=('rank_<r>_steps', 'rank_<r>_backwards', 'rank_<r>_forwards')),
+    Cause('same-data-every-rank', 'distributed',
+          symptoms=('no-convergence',),
+          mechanism="the first training batches' fingerprints are identical on every rank (at least 2 compared)",
+          fields=('identical_batches', 'batches_compared', 'ranks')),
+    Cause('replicas-diverge', 'distributed',
+          symptoms=('no-convergence',),
+          mechanism="fingerprints of the replicated parameters at the root's forward (critical), or of the buffers after DDP's broadcast (warning), differ across ranks at the start of an inspected step; sharded models (FSDP) are not compared",
+          fields=('what', 'step', 'tensors', 'modules')),
+    Cause('rank0-checkpoint', 'distributed',
+          symptoms=(),
+          mechanism="`torch.save` of sharded tensors (DTensor shards) by some ranks only (critical: the file holds that rank's shards alone); by every rank (warning: loadable only at this world size)",
+          fields=('ranks_that_saved', 'site', 'sharded_tensors')),
+    Cause('root-only-wrap', 'distributed',
+          symptoms=('memory',),
+          mechanism='an FSDP model with fewer FSDP units than its repeated blocks plus the root (warning: memory and overlap, not correctness)',
+          fields=('fsdp_units', 'blocks')),
+    Cause('optimizer-before-sharding', 'distributed',
+          symptoms=('no-convergence',),
+          mechanism='the model is sharded (DTensor parameters) and none of the tensors the optimizer holds is one of its parameters: it was built before `fully_shard` swapped them (replaces `params-not-in-optimizer` for that run)',
+          fields=('optimizer_tensors', 'model_params', 'model_dtensors')),
+    Cause('straggler', 'distributed',
+          symptoms=('slow',),
+          severities=('warning',),
+          mechanism='median time per step by rank, minus its time inside collectives: a rank that computes 1.5x longer than the fastest (and > 5 ms) makes the others wait',
+          fields=('rank_<r>',)),
+    Cause('rank-step-times', 'distributed',
+          symptoms=(),
+          severities=('info',),
+          mechanism='the same numbers when no rank stands out: ms per step and ms in collectives, by rank',
+          fields=('rank_<r>',)),
+    Cause('rank-did-not-finish', 'run',
+          symptoms=('hang',),
+          mechanism='a rank left no report (killed at the time limit, or the doctor failed on it); its last logged collective is named',
+          fields=('rank', 'timed_out')),
 )}
 
-CATEGORIES = ("data", "model", "loss", "optimizer", "precision", "device")
+# Where the doctor's rule and the check's mechanism for one cause use different thresholds, both are
+# kept here, named: the doctor flags only what is wrong in any script (no reference run); a check
+# accepts only what the lab's fix reaches. The checks' second round decides whether they should meet.
+_LIMITS = {
+    "weight-decay-too-high": {"doctor": {"SGD": 0.01, "AdamW": 1.0, "other": 0.1},  # far above 5e-4 / 0.01..0.1
+                              "check": {"most": 0.1}},
+    "dead-units": {"doctor": {"dead_share": 0.98}, "check": {"dead_share": 0.95}},
+    "inputs-not-normalised": {"doctor": {"abs_mean": 5.0, "std_above": 5.0},
+                              "check": {"abs_mean": 1.0, "std_below": 0.2, "std_above": 5.0}},
+    "zero-initialisation": {"doctor": {"constant_share": 0.5},  # at least half the weight tensors constant
+                            "check": {"constant_tensors": 1}},  # any constant weight tensor
+}
+ALL = {cid: Cause(**{**c.__dict__, "limits": _LIMITS.get(cid, {})}) for cid, c in ALL.items()}
+CAUSES = {cid: c for cid, c in ALL.items() if c.question}  # the menu a learner states a diagnosis from
 
 
 def get(cause):
+    """The menu cause with this id (a clear error naming the known ones otherwise)."""
     try:
         return CAUSES[cause]
     except KeyError:
         raise KeyError(f"no cause id {cause!r}; the doctor's ids: {', '.join(CAUSES)}") from None
 
 
+def limit(cause, who):
+    """The named thresholds of `who` ("doctor" or "check") for cause."""
+    return ALL[cause].limits[who]
+
+
 def menu():
-    """[(category, [CauseInfo, ...])] in checklist order: what a diagnosis is chosen from."""
-    return [(category, [c for c in CAUSES.values() if c.category == category]) for category in CATEGORIES]
+    """[(category, [Cause, ...])] in checklist order: what a diagnosis is chosen from."""
+    return [(category, group) for category in CATEGORIES
+            if (group := [c for c in CAUSES.values() if c.category == category])]
 
 
 def match(text):

@@ -6,16 +6,14 @@ notebook calls `trainlab.doctor.diagnose`, which starts that command in a child 
 
 import math
 import os
-import runpy
-import sys
-import threading
 import time
 import traceback
 
 import torch
 
 from trainlab.doctor import experiments, rules, trend
-from trainlab.doctor.probe import Probe, StopTraining, is_sharded, wrapped_module
+from trainlab.doctor.execute import execute
+from trainlab.doctor.probe import Probe, is_sharded, wrapped_module
 from trainlab.doctor.report import Finding, Report, rank
 
 
@@ -23,39 +21,11 @@ def run_script(script, args=(), max_steps=200, time_limit_s=60.0, instrument=Non
     """Execute script as __main__ under a Probe; return (probe, crash or None). instrument(probe),
     if given, joins more instruments to the probe before the script starts (a rank's, for one)."""
     script = os.path.abspath(script)
-    saved_argv, saved_path, saved_exit = sys.argv[:], sys.path[:], os._exit
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(script))
-    os._exit = _exit_as_system_exit(saved_exit, os.getpid())  # a script ending with os._exit must not end the doctor
-    crash = None
-    try:
-        with Probe(max_steps=max_steps, time_limit_s=time_limit_s) as probe:
-            if instrument is not None:
-                instrument(probe)
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except StopTraining:
-                pass
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    crash = _crash(exc, script)
-            except Exception as exc:  # the script's own crash is a finding, not our failure
-                crash = _crash(exc, script)
-    finally:
-        sys.argv, sys.path, os._exit = saved_argv, saved_path, saved_exit
-    return probe, crash
-
-
-def _exit_as_system_exit(original, pid):
-    """os._exit for the script: SystemExit in the doctor's own thread, so its report is still written;
-    the real exit in a forked child (a DataLoader worker ends with os._exit) or another thread."""
-
-    def exit(code=0):
-        if os.getpid() == pid and threading.current_thread() is threading.main_thread():
-            raise SystemExit(code)
-        original(code)
-
-    return exit
+    with Probe(max_steps=max_steps, time_limit_s=time_limit_s) as probe:
+        if instrument is not None:
+            instrument(probe)
+        ran = execute(script=script, args=args)
+    return probe, _crash(ran.error, script) if ran.error is not None else None
 
 
 def _crash(exc, script):

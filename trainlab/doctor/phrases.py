@@ -4,7 +4,7 @@
     match("not the learning rate; the labels are shuffled apart from the images")   # ["labels-misaligned"]
 
 A learner who states a diagnosis in their own words gets back what it was read as, as a question,
-and confirms it before it is recorded (`trainlab.checks.diagnosis`): the first diagnosis is the
+and confirms it before it is recorded (`trainlab.debugging.diagnosis`): the first diagnosis is the
 one graded, so a false match must never spend it. This is a small rule reader, not a language
 model: each cause has a few *concepts*, and a concept is met when every one of its word groups
 has a word in the same clause. Terms match from the start of a word ("grad" matches "gradients");

@@ -25,7 +25,7 @@ What it measures is grouped by purpose: `clock` (where each step's time goes), `
 (loss, LR, gradient norm, batch accuracy per step), `captured` (the model, its initial
 state and a few batches, for the quick experiments) and `seen` (what the first
 DETAIL_STEPS steps show about model, loss and optimizer).
-Used by `trainlab.doctor` (diagnosis) and `trainlab.measure` (exercise checks, the panel).
+Used by `trainlab.doctor` (diagnosis) and `trainlab.checks.measure` (exercise checks, the panel).
 """
 
 import math

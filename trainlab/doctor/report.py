@@ -29,10 +29,11 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
+from trainlab.doctor.causes import ALL, CATEGORIES
+
 SCHEMA_VERSION = 3  # 2: symptom_evidence, options before the script path, gradient flow and control run;
 # 3: multi-rank runs (--nproc-per-node): "ranks", the "distributed" category, the "hang" symptom
 SEVERITIES = ("critical", "warning", "info")
-CATEGORIES = ("distributed", "data", "model", "loss", "optimizer", "device", "precision", "run")
 
 
 @dataclass
@@ -43,6 +44,10 @@ class Finding:
     title: str
     evidence: dict = field(default_factory=dict)
     suggestion: str = ""
+
+    def __post_init__(self):  # every id is declared once, in the registry (trainlab.doctor.causes)
+        if self.cause not in ALL:
+            raise ValueError(f"finding {self.cause!r} is not in trainlab.doctor.causes.ALL: declare it there")
 
 
 @dataclass

@@ -9,7 +9,7 @@ so that healthy loops (the reference loop, the healthy test scripts) raise nothi
 
 import math
 
-from trainlab.doctor import trend
+from trainlab.doctor import causes, trend
 from trainlab.doctor.report import Finding
 
 NAN = "nan"
@@ -81,8 +81,8 @@ def _first_nonfinite_step(m):
 
 # ---------------------------------------------------------------- data
 def inputs_not_normalised(m, x):
-    s = m["root_input"]
-    if s and (abs(s["mean"]) > 5 or s["std"] > 5):
+    s, most = m["root_input"], causes.limit("inputs-not-normalised", "doctor")
+    if s and (abs(s["mean"]) > most["abs_mean"] or s["std"] > most["std_above"]):
         return Finding("critical", "data", "inputs-not-normalised",
                        "the model's input is far from zero mean / unit variance",
                        {"input_mean": s["mean"], "input_std": s["std"], "input_max": s["max"]},
@@ -126,7 +126,7 @@ def labels_misaligned(m, x):
 def bad_initialisation(m, x):
     stds = m["init_weight_std"]
     constant = [name for name, std in stds.items() if std == 0.0]
-    if stds and len(constant) >= max(1, len(stds) // 2):
+    if stds and len(constant) >= max(1, int(len(stds) * causes.limit("zero-initialisation", "doctor")["constant_share"])):
         return Finding("critical", "model", "zero-initialisation",
                        f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
                        {"constant_weight_tensors": len(constant), "weight_tensors": len(stds),
@@ -137,7 +137,7 @@ def bad_initialisation(m, x):
 def dead_units(m, x):
     dead = max(m["dead_relu"], default=0.0)
     constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())  # zero-initialisation explains it
-    if dead > 0.98 and not constant:
+    if dead > causes.limit("dead-units", "doctor")["dead_share"] and not constant:
         return Finding("critical" if dead > 0.99 else "warning", "model", "dead-units",
                        "a ReLU layer outputs zero almost everywhere",
                        {"dead_relu_share": dead}, "check the initialisation, the input scale and the learning rate")
@@ -260,13 +260,13 @@ def zero_grad_before_step(m, x):
                        "clear gradients before backward(), never between backward() and step()")
 
 
-WEIGHT_DECAY_MOST = {"SGD": 0.01, "AdamW": 1.0}  # far above the usual 5e-4 (SGD) and 0.01..0.1 (AdamW)
+WEIGHT_DECAY_MOST = causes.limit("weight-decay-too-high", "doctor")  # per optimizer type, "other" for the rest
 
 
 def weight_decay_too_high(m, x):
     for o in m["optimizers"]:
         shrink = o.get("lr", 0.0) * o.get("weight_decay", 0.0)
-        if o.get("weight_decay", 0.0) > WEIGHT_DECAY_MOST.get(o["type"], 0.1):
+        if o.get("weight_decay", 0.0) > WEIGHT_DECAY_MOST.get(o["type"], WEIGHT_DECAY_MOST["other"]):
             return Finding("critical", "optimizer", "weight-decay-too-high",
                            f"weight decay shrinks every weight by {shrink:.1%} per step",
                            {"weight_decay": o["weight_decay"], "lr": o["lr"], "shrink_per_step": shrink},

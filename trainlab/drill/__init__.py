@@ -8,11 +8,12 @@
 
 A drill is a healthy training script (`healthy/`: an MLP, a CNN, a ResNet and a ViT that
 differ in optimizer, data path, precision and code style) with one or two bugs planted by
-syntax-tree mutations (`mutations.py`, one per doctor cause id). Nothing in the text says
+syntax-tree mutations (`mutations.py`, one per doctor cause id; `edit.py` rewrites the text
+through its syntax tree, keeping the rest byte for byte). Nothing in the text says
 which: the mutation writes plain code in the script's own style. The drill registers itself
 as a lab named `drill/<seed>`, so everything built for labs works on it - `%lab_open`, the
 checklist experiments (`trainlab.debugging.investigate`), the diagnosis form and grading
-(`trainlab.checks.diagnosis`), and the check, which is a `LabExercise` judged per planted
+(`trainlab.debugging.diagnosis`), and the check, which is a `LabExercise` judged per planted
 cause (`trainlab.checks.lab.BY_CAUSE`) against the healthy script run beside it.
 
 The drill set is also the doctor's evaluation set (`benchmarks/doctor_drills.py`): the

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from trainlab.distributed import accounting
-from trainlab.fsdp import experiments
-from trainlab.fsdp.parallelize import apply_fsdp
+from trainlab.distributed import launches
+from trainlab.distributed.parallelize import apply_fsdp
 
 WAYS = ("sync_every", "skip_reduce", "keep_gathered")
 BYTES = 4  # fp32 parameters and gradients
@@ -56,12 +56,12 @@ def accumulation(ctx, options, out):
     way, accum, batch, steps = options["way"], options.get("accum", 4), options.get("batch", 32), options.get("steps", 3)
     if way not in WAYS:
         raise ValueError(f"way={way!r}; use one of {WAYS}")
-    model = experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6))
+    model = launches.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6))
     block_params = [sum(p.numel() for p in b.parameters()) for b in model.blocks]
     root_params = sum(p.numel() for p in model.parameters()) - sum(block_params)
     net = apply_fsdp(model, ctx.mesh)
     optimizer = torch.optim.AdamW(net.parameters(), lr=2e-3)
-    data = experiments.batches(ctx, batch // accum)  # each micro-step a 1/accum share of the global batch
+    data = launches.batches(ctx, batch // accum)  # each micro-step a 1/accum share of the global batch
     counter = accounting.CollectiveCounter()
     per_micro_step, peaks = [], []
 
@@ -93,5 +93,5 @@ def accumulation(ctx, options, out):
             "send_bytes": [m["send_bytes"] for m in per_micro_step],
             "calls": [{k: v["calls"] for k, v in m.items() if k != "send_bytes"} for m in per_micro_step],
             "expected_send_bytes": expected_bytes(way, accum, block_params, root_params, ctx.world_size),
-            "peak_bytes": experiments.gather(ctx, peaks[0]), "final": str(out.with_suffix(".pt"))}
+            "peak_bytes": launches.gather(ctx, peaks[0]), "final": str(out.with_suffix(".pt"))}
 

@@ -1,113 +1,31 @@
-"""Module 02's timing and scaling experiments, many to one launch of N ranks.
+"""Module 02's timing and scaling experiments, many to one launch of N ranks
+(`trainlab.distributed.launches`).
 
     results = experiments.run({"ddp": {"kind": "steptime", "mode": "ddp"},
                                "accum": {"kind": "accumulation", "way": "skip_reduce"}}, world_size=2, folder=tmp)
     results["ddp"]["step_s"]
 
-Each experiment is a function of (ctx, options, out_dir) in its own module, registered in KINDS:
+Each experiment is a function of (ctx, options, out_dir) in its own module, named in KINDS:
 - steptime (`steptime.py`): step time, throughput, bytes per step and the profiled split of
   every rank, for one process, DDP (bucket size, gradient-as-bucket-view), FSDP2 (resharding,
   prefetching) or HSDP (a 2-D mesh: bytes per rank by group);
 - accumulation (`accumulation.py`): bytes per micro-step and peak memory of the three ways to
   accumulate gradients under FSDP;
 - init (`initialise.py`): each rank's peak live bytes while a large model is created;
-- batchnorm, clip (`parity.py`): cross-rank BatchNorm and gradient clipping against one process;
-- zero (module 05's `trainlab/memory/zero.py`): DDP and FSDP2 runs beside the ZeRO planner, with
-  activation checkpointing inside the sharded blocks and checkpoint save costs.
-Rank 0 writes OUT_DIR/NAME.json for each; the parent reads them back. One launch per world size,
-since starting torch on every rank costs more than a few steps.
-
-    torchrun --standalone --nproc-per-node 2 -m trainlab.fsdp.experiments SPEC.json OUT_DIR
+- batchnorm, clip (`parity.py`): cross-rank BatchNorm and gradient clipping against one process.
 """
 
-import importlib
-import json
-import sys
-from pathlib import Path
-
-import torch
-import torch.distributed as dist
-
-from trainlab import atomic, runner
-from trainlab.data import DataConfig, DeviceLoader, load_images
-from trainlab.display import while_working
-from trainlab.distributed.setup import init, seed_everything, shutdown
-from trainlab.models import ModelConfig, build_model
+from trainlab.distributed import launches
 
 KINDS = {"steptime": "trainlab.fsdp.steptime:steptime",
          "accumulation": "trainlab.fsdp.accumulation:accumulation", "init": "trainlab.fsdp.initialise:initialise",
-         "batchnorm": "trainlab.fsdp.parity:batchnorm", "clip": "trainlab.fsdp.parity:clip",
-         "zero": "trainlab.memory.zero:zero_stage"}
+         "batchnorm": "trainlab.fsdp.parity:batchnorm", "clip": "trainlab.fsdp.parity:clip"}
 
 
-def model(ctx, name="vit", width=64, depth=6, norm="batch", seed=0):
-    """The same initial weights on every rank (the replicas must agree)."""
-    seed_everything(seed)
-    return build_model(ModelConfig(name=name, width=width, depth=depth, norm=norm)).to(ctx.device)
-
-
-def batches(ctx, global_batch, n_train=2048, ranks=None):
-    """An endless iterator of this rank's share of each global batch (ranks=1: the whole batch, for a
-    single-process reference inside a multi-rank run)."""
-    world_size = ctx.world_size if ranks is None else ranks
-    if global_batch % world_size:
-        raise ValueError(f"global batch {global_batch} is not divisible by {world_size} ranks")
-    images = load_images(DataConfig(n_train=n_train, n_test=100))
-    loader = DeviceLoader(images.train_x, images.train_y, global_batch // world_size, mean=images.mean,
-                          std=images.std, device=ctx.device, rank=ctx.rank if ranks is None else 0,
-                          world_size=world_size)
-    epoch = 0
-    while True:
-        loader.set_epoch(epoch)
-        yield from loader
-        epoch += 1
-
-
-def gather(ctx, value):
-    """Every rank's value, on every rank (a list in rank order)."""
-    if ctx.backend is None:
-        return [value]
-    out = [None] * ctx.world_size
-    dist.all_gather_object(out, value)
-    return out
-
-
-def experiment(kind):
-    module, _, name = KINDS[kind].partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def main(spec_path, out_dir):
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    spec = json.loads(Path(spec_path).read_text())
-    ctx = init(spec.pop("_device", "auto"), timeout_s=float(spec.pop("_pg_timeout", 120)))
-    for name, options in spec.items():
-        options = dict(options)
-        result = experiment(options.pop("kind"))(ctx, options, out / name)
-        if ctx.is_main:
-            atomic.write_text(out / f"{name}.json", json.dumps(result, indent=1, default=float))
-        ctx.print(f"experiments: {name} done")
-        if ctx.device.type == "cuda":
-            torch.cuda.empty_cache()
-    shutdown(exit_process=True)
-
-
-@while_working(lambda spec, world_size, *a, **k: f"{world_size} ranks, timing and profiling: {', '.join(spec)}")
 def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):
-    """Run {name: {"kind": ..., options}} in one launch of world_size ranks; return {name: result}."""
-    out = Path(folder) / f"experiments-w{world_size}"
-    out.mkdir(parents=True, exist_ok=True)
+    """Run {name: {"kind": one of KINDS, options}} in one launch of world_size ranks; return {name: result}."""
     unknown = {o.get("kind") for o in spec.values()} - set(KINDS)
     if unknown:
         raise ValueError(f"unknown experiment kind(s) {sorted(unknown, key=str)}; known: {sorted(KINDS)}")
-    (out / "spec.json").write_text(json.dumps({"_device": str(device), **spec}))
-    result = runner.run_distributed(module="trainlab.fsdp.experiments", nproc=world_size, timeout=timeout,
-                                    stream=stream, args=[out / "spec.json", out], retry_crash=True)
-    if not result.ok:
-        raise RuntimeError(f"the {world_size}-rank experiments failed: {result.error}\n{result.output[-2000:]}")
-    return {name: json.loads((out / f"{name}.json").read_text()) for name in spec}
-
-
-if __name__ == "__main__":
-    main(*sys.argv[1:])
+    named = {name: {**options, "kind": KINDS[options["kind"]]} for name, options in spec.items()}
+    return launches.run(named, world_size, folder, device=device, timeout=timeout, stream=stream)

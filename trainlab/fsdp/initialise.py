@@ -24,8 +24,8 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from trainlab import atomic
 from trainlab.distributed import accounting
 from trainlab.distributed.setup import seed_everything
-from trainlab.fsdp import experiments
-from trainlab.fsdp.parallelize import apply_fsdp, build_on_meta
+from trainlab.distributed import launches
+from trainlab.distributed.parallelize import apply_fsdp, build_on_meta
 from trainlab.models import ModelConfig, build_model
 
 WAYS = ("full", "meta", "broadcast", "dcp")
@@ -67,7 +67,7 @@ def initialise(ctx, options, out):
         source = torch.load(files / "full.pt", weights_only=True)
         matches = all(torch.equal(state[k], source[k]) for k in source)
     return {"way": way, "world_size": ctx.world_size, "params": params, "full_bytes": 4 * params,
-            "peak_bytes": experiments.gather(ctx, tracker.peak), "loaded_exactly": matches}
+            "peak_bytes": launches.gather(ctx, tracker.peak), "loaded_exactly": matches}
 
 
 def _load_broadcast(model, ctx, path):

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 
 from trainlab.distributed import accounting
 from trainlab.distributed.batchnorm import convert
-from trainlab.fsdp import experiments
-from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp
+from trainlab.distributed import launches
+from trainlab.distributed.parallelize import apply_ddp, apply_fsdp
 
 
 NORMS = ("local", "cross", "sync")  # per-rank BatchNorm, trainlab's cross-rank one, nn.SyncBatchNorm (GPUs only)
@@ -31,7 +31,7 @@ def batchnorm(ctx, options, out):
         raise ValueError(f"norm={norm!r}; use one of {NORMS}")
     if norm == "sync" and ctx.device.type != "cuda":
         raise ValueError("nn.SyncBatchNorm runs on GPUs only; use norm='cross' (trainlab.distributed.batchnorm)")
-    reference = experiments.model(ctx, name="cnn", width=options.get("width", 16), norm="batch")
+    reference = launches.model(ctx, name="cnn", width=options.get("width", 16), norm="batch")
     local = copy.deepcopy(reference)
     if norm == "cross":
         local = convert(local)
@@ -42,7 +42,7 @@ def batchnorm(ctx, options, out):
     net.register_comm_hook(None, accounting.ddp_counting_hook(gradients))  # DDP's buckets, apart from BatchNorm's
     sgd = lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)  # noqa: E731
     opt, ref_opt = sgd(net), sgd(reference)
-    data, ref_data = experiments.batches(ctx, batch), experiments.batches(ctx, batch, ranks=1)
+    data, ref_data = launches.batches(ctx, batch), launches.batches(ctx, batch, ranks=1)
     losses, ref_losses = [], []
     for step in range(steps):
         x, y = next(data)
@@ -57,7 +57,7 @@ def batchnorm(ctx, options, out):
             norm_bytes = comm.get("all_reduce", {}).get("send_bytes", 0.0) - grad_bytes
         opt.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(sum(experiments.gather(ctx, float(loss))) / ctx.world_size)  # the global batch's mean
+        losses.append(sum(launches.gather(ctx, float(loss))) / ctx.world_size)  # the global batch's mean
         rx, ry = next(ref_data)
         ref_loss = F.cross_entropy(reference(rx), ry)
         ref_loss.backward()
@@ -76,10 +76,10 @@ def batchnorm(ctx, options, out):
 
 def clip(ctx, options, out):
     batch, fraction = options.get("batch", 32), options.get("max_norm_fraction", 0.25)
-    reference = experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6))
+    reference = launches.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6))
     net = apply_fsdp(copy.deepcopy(reference), ctx.mesh)
     opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (net, reference))
-    (x, y), (rx, ry) = next(experiments.batches(ctx, batch)), next(experiments.batches(ctx, batch, ranks=1))
+    (x, y), (rx, ry) = next(launches.batches(ctx, batch)), next(launches.batches(ctx, batch, ranks=1))
     F.cross_entropy(net(x), y).backward()
     F.cross_entropy(reference(rx), ry).backward()
     unclipped = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in reference.parameters()])))

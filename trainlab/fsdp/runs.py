@@ -17,7 +17,6 @@ from trainlab import labs, runner
 from trainlab.display import while_working
 
 LAB = "fsdp/train"
-BYTES_FP32 = 4
 
 
 def lab_script(folder, fixed=True):
@@ -86,18 +85,6 @@ def max_param_diff(run, reference):
 
 def max_loss_diff(run, reference):
     return max(abs(x - y) for x, y in zip(run["report"]["losses"], reference["report"]["losses"]))
-
-
-def model_state_formula(params, world_size, sharded):
-    """Bytes per rank of fp32 AdamW model states: (4 + 4 + 8) * Psi, divided by N when sharded."""
-    return 16 * params / (world_size if sharded else 1)
-
-
-def comm_formula(params, world_size, passes):
-    """Bytes each rank sends per step in a ring: passes * (N-1)/N * 4 * Psi (fp32).
-    DDP: 2 (all-reduce = reduce-scatter + all-gather); FSDP/ZeRO-3: 3 (all-gather in forward
-    and in backward, reduce-scatter of gradients); ZeRO-2 (no reshard): 2."""
-    return passes * (world_size - 1) / world_size * BYTES_FP32 * params
 
 
 def rank0(run):

@@ -21,8 +21,8 @@ from torch.profiler import record_function
 from trainlab import timeline
 from trainlab.device import synchronize
 from trainlab.distributed import accounting
-from trainlab.fsdp import experiments, scaling
-from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp, hsdp_mesh
+from trainlab.distributed import launches, scaling
+from trainlab.distributed.parallelize import apply_ddp, apply_fsdp, hsdp_mesh
 
 
 def wrap(model, ctx, options):
@@ -45,10 +45,10 @@ def steptime(ctx, options, out):
         # One process's step, on rank 0 while the others wait: a launch of its own costs a torch start-up.
         alone = dataclasses.replace(ctx, rank=0, world_size=1, backend=None, mesh=None)
         result = steptime(alone, options, out) if ctx.is_main else None
-        return experiments.gather(ctx, result)[0]
-    net = wrap(experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6)), ctx, options)
+        return launches.gather(ctx, result)[0]
+    net = wrap(launches.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6)), ctx, options)
     optimizer = torch.optim.AdamW(net.parameters(), lr=2e-3)
-    data = experiments.batches(ctx, batch)
+    data = launches.batches(ctx, batch)
     counter = accounting.CollectiveCounter()
     if options.get("mode") == "ddp":
         net.register_comm_hook(None, accounting.ddp_counting_hook(counter))
@@ -80,7 +80,7 @@ def steptime(ctx, options, out):
             step()
             prof.step()
     split = timeline.split(trace)
-    ranks = experiments.gather(ctx, {"wall_s": wall, "split": split, "trace": str(trace),
+    ranks = launches.gather(ctx, {"wall_s": wall, "split": split, "trace": str(trace),
                                      "state": accounting.state_bytes(net, optimizer)})
     step_s = max(r["wall_s"] for r in ranks) / steps  # the slowest rank sets the pace
     return {"options": options, "world_size": ctx.world_size, "device": str(ctx.device), "step_s": step_s,

@@ -1,16 +1,19 @@
 """Module 04: custom kernels - when one is worth writing, and how to prove it right and faster.
 
 Each kernel module has the Triton-tutorial shape (kernel, wrapper, reference) plus its C++
-version for the CPU rung of the ladder:
-- `chain`: gelu((x + bias) * scale + shift), forward and backward, as an autograd Function;
-- `cross_entropy`: a row-wise reduction (online log-sum-exp) without the log-softmax tensor;
-- `adamw`: a multi-tensor AdamW update in one launch, and an optimizer using it.
-`validate` checks a kernel against float64 references (`specs` describes ours), `timing`
-measures it honestly, `ladder` puts eager / torch.compile / Triton / C++ side by side, and
-`profile` shows where the training step spends its time.
+version for the CPU rung of the ladder (`cpp.py`, registered as operators by `library.py`):
+- `chain.py`: gelu((x + bias) * scale + shift), forward and backward, as an autograd Function;
+- `cross_entropy.py`: a row-wise reduction (online log-sum-exp) without the log-softmax tensor;
+- `adamw.py`: a multi-tensor AdamW update in one launch, and an optimizer using it;
+- `attention.py`: where a fused kernel does beat the library's matmuls.
+`validate.py` checks a kernel against float64 references (`specs.py` describes ours), `ladder.py`
+puts eager / torch.compile / Triton / C++ side by side (timed with `trainlab.timing`), `memory.py`
+compares peak memory, `parity.py` trains with each kernel against eager, `autotune.py` tunes a
+tile shape, `gpu_compile.py` compiles for a GPU without one, `profile.py` shows where the training
+step spends its time and `plots.py` draws it; `exercises.py` and `labcheck.py` judge the labs.
 
-Import this package before anything imports triton on a machine without a GPU: it sets
-TRITON_INTERPRET=1 so the Triton kernels run (slowly, exactly) on CPU.
+Import this package before anything imports triton on a machine without a GPU: `triton_env.py`
+sets TRITON_INTERPRET=1 so the Triton kernels run (slowly, exactly) on CPU.
 """
 
 from trainlab.kernels import triton_env  # noqa: F401  (sets TRITON_INTERPRET before any kernel is defined)

@@ -10,7 +10,7 @@ Measured against sequence length on the workbook ViT's attention shape (4 heads 
     rows = attention.compare((64, 256, 1024), device="cpu")
 
 Peak bytes of one forward and backward are the allocator's, on CPU as on GPUs
-(`memory.peak_above_start`), so the blocks of scores a fused kernel allocates inside itself count.
+(`trainlab.peaks.peak_above_start`), so the blocks of scores a fused kernel allocates inside itself count.
 """
 
 import math
@@ -18,7 +18,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from trainlab.kernels import memory, timing
+from trainlab import timing
+from trainlab.peaks import peak_above_start
 
 HEADS, HEAD_DIM = 4, 16  # module 02's ViT: width 64 in 4 heads
 
@@ -51,7 +52,7 @@ def peak_bytes(fn, q, k, v):
     """Peak bytes of one forward and backward above what was allocated before it."""
     for t in (q, k, v):
         t.grad = None  # gradients from an earlier run would count as held on one side and not the other
-    return memory.peak_above_start(lambda: forward_backward(fn, q, k, v), q.device)
+    return peak_above_start(lambda: forward_backward(fn, q, k, v), q.device)
 
 
 def compare(seqs=(64, 256, 1024, 2048), batch=4, device="cpu", dtype=torch.float32, repeats=5):

@@ -5,7 +5,7 @@
 A kernel lab's function goes through the validation harness (trainlab.kernels.validate)
 against a float64 reference; the benchmark lab's benchmark() must time work that grows
 with its size, and agree with a timing that waits for the stream. The verdict's wording
-is the parent's (trainlab.checks.kernels); this writes what was measured.
+is the parent's (`trainlab.kernels.exercises`); this writes what was measured.
 """
 
 import json
@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from trainlab import atomic
-from trainlab.kernels import timing, validate
+from trainlab import timing
+from trainlab.kernels import validate
 
 ROW_SHAPES = [(1, 1), (1, 3), (4, 16), (7, 10), (8, 1024), (3, 1025), (37, 1000)]
 SHIFTED_SHAPES = [(4, 16), (7, 10)]  # a power of two and not

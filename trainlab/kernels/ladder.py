@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from trainlab.display import while_working
-from trainlab.kernels import adamw, chain, cross_entropy, timing, triton_env
+from trainlab import timing
+from trainlab.kernels import adamw, chain, cross_entropy, triton_env
 
 
 @dataclass

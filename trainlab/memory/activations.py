@@ -19,7 +19,7 @@ alone), and 32 s*b*h with fused attention - the workbook's ViT's case, whose mea
 block `measured_per_token` puts in the same unit for the notebook.
 """
 
-from trainlab.fsdp import planner
+from trainlab.distributed import planner
 
 GB = planner.GB
 RECOMPUTE = ("none", "fused-attention", "full")

@@ -24,7 +24,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from trainlab import published, runner
 from trainlab.display import while_working
-from trainlab.kernels import timing
+from trainlab import timing
 
 CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 

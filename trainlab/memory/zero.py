@@ -37,8 +37,8 @@ from torch.utils.checkpoint import checkpoint
 
 from trainlab.display import while_working
 from trainlab.distributed import accounting
-from trainlab.fsdp import experiments, planner, runs
-from trainlab.fsdp.parallelize import apply_ddp, apply_fsdp
+from trainlab.distributed import launches, planner
+from trainlab.distributed.parallelize import apply_ddp, apply_fsdp
 from trainlab.models import ModelConfig, build_model
 
 MODES = ("ddp", "zero3", "zero2")
@@ -101,11 +101,11 @@ def zero_stage(ctx, options, out):
     steps, batch = options.get("steps", 5), options.get("batch", 32)
     if steps < 4:
         raise ValueError(f"steps={steps}: need at least 4 (two to warm up, one measured, one or more timed)")
-    model = experiments.model(ctx, width=options.get("width", 64), depth=options.get("depth", 8))
+    model = launches.model(ctx, width=options.get("width", 64), depth=options.get("depth", 8))
     params = sum(p.numel() for p in model.parameters())
     net = _parallelize(model, ctx, mode, checkpointed)
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
-    data = experiments.batches(ctx, batch)
+    data = launches.batches(ctx, batch)
     counter = accounting.CollectiveCounter()
     if mode == "ddp":
         net.register_comm_hook(None, accounting.ddp_counting_hook(counter))
@@ -139,8 +139,8 @@ def zero_stage(ctx, options, out):
 
     result = {"mode": mode, "checkpoint": checkpointed, "world_size": ctx.world_size, "params": params,
               "losses": losses, "step_s": statistics.median(seconds[3:]),  # not the instrumented step
-              "state_bytes": experiments.gather(ctx, states["total"]), "peak_bytes": experiments.gather(ctx, peaks[0]),
-              "send_bytes": send, "expected_send_bytes": runs.comm_formula(params, ctx.world_size, PASSES[mode]),
+              "state_bytes": launches.gather(ctx, states["total"]), "peak_bytes": launches.gather(ctx, peaks[0]),
+              "send_bytes": send, "expected_send_bytes": planner.comm_formula(params, ctx.world_size, PASSES[mode]),
               "planned_state_bytes": planner.plan(params, ctx.world_size, PLANNED[mode], "fp32", "adamw")["device_total"]}
     if options.get("save"):
         result["save"] = save_costs(ctx, net, optimizer, out)
@@ -176,7 +176,7 @@ def save_costs(ctx, net, optimizer, out):
         return None
 
     full_s, full_path = timed(full)
-    full_path = experiments.gather(ctx, full_path and str(full_path))[0]
+    full_path = launches.gather(ctx, full_path and str(full_path))[0]
     return {"sharded_s": sharded_s, "sharded_bytes_per_rank": [written[k] for k in sorted(written)],
             "full_s": full_s, "full_bytes_on_rank0": Path(full_path).stat().st_size, "full_path": full_path,
             "sharded_folder": str(folder)}
@@ -184,7 +184,7 @@ def save_costs(ctx, net, optimizer, out):
 
 def configs(steps=5, depth=8, save=True):
     """The runs `compare` launches, by name."""
-    base = {"kind": "zero", "steps": steps, "depth": depth}
+    base = {"kind": "trainlab.memory.zero:zero_stage", "steps": steps, "depth": depth}
     return {"ddp": {**base, "mode": "ddp", "save": save}, "zero3": {**base, "mode": "zero3", "save": save},
             "zero2": {**base, "mode": "zero2"}, "zero3_checkpointed": {**base, "mode": "zero3", "checkpoint": True}}
 
@@ -192,7 +192,7 @@ def configs(steps=5, depth=8, save=True):
 @while_working(lambda world_size=2, *a, **k: f"{world_size} ranks: DDP, ZeRO-3, ZeRO-2 traffic, ZeRO-3 + checkpointing; memory and bytes")
 def compare(world_size=2, folder=".", device="cpu", steps=5, depth=8, save=True, timeout=600.0):
     """Every run of `configs` in one launch of world_size ranks: {name: result}."""
-    return experiments.run(configs(steps, depth, save), world_size, folder, device=device, timeout=timeout)
+    return launches.run(configs(steps, depth, save), world_size, folder, device=device, timeout=timeout)
 
 
 def reshard_load(result, depth=8, width=64):
@@ -256,7 +256,7 @@ def stage_rows(results):
         same_memory = run is not None and PLANNED[run["mode"]] == strategy
         out.append({"strategy": strategy, "planned MiB/rank": plan["device_total"] / 2**20,
                     "measured MiB/rank": max(run["state_bytes"]) / 2**20 if same_memory else None,
-                    "planned sent MiB": runs.comm_formula(params, world_size, PASSES[strategy]) / 2**20,
+                    "planned sent MiB": planner.comm_formula(params, world_size, PASSES[strategy]) / 2**20,
                     "measured sent MiB": run["send_bytes"] / 2**20 if run else None,
                     "CPU MiB/rank": plan["cpu_total"] / 2**20})
     return out

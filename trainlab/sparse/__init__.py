@@ -13,6 +13,14 @@ tensor where the algorithm switched to dense. `densify(result)` gives the dense 
 - topk.py                top-k sparsification with error feedback (lossy), on an exact pattern
 - cost.py                bytes each rank sends (from D, k, N, widths, overlap) and a time model
 - workload.py            an embedding-bag model on Zipf-distributed ids: truly sparse gradients
+
+Around them:
+- common.py              rows in, rows out: the representation every pattern shares
+- cases.py, sweep.py     exactness and traffic cases, and time against density, on every rank of one launch
+- hooks.py               DDP communication hooks, what practitioners reach for first
+- rowwise.py             row-wise sharded embeddings, the model-parallel alternative
+- runs.py, plots.py      the notebook's measurements and plots
+- exercises.py, labcheck.py  the lab's check (parent and child)
 """
 
 from trainlab.sparse import allgather, backend, dense, partitioned, recursive_doubling

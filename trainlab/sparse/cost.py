@@ -162,10 +162,10 @@ def link_calls(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, row=1)
 
 def link_time(algorithm, D, k, N, link, **kw):
     """Projected seconds over a published link: each call priced by the flat ring model
-    (`trainlab.fsdp.scaling.collective_s`: base latency + steps x hop latency + bytes over the
+    (`trainlab.distributed.scaling.collective_s`: base latency + steps x hop latency + bytes over the
     bandwidth its fastest protocol reaches at that size). Merging is left out: it is local work,
     the same on any link."""
-    from trainlab.fsdp.scaling import collective_s
+    from trainlab.distributed.scaling import collective_s
     return sum(collective_s(kind, nbytes, N, link) for kind, nbytes in link_calls(algorithm, D, k, N, **kw))
 
 

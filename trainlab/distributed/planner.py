@@ -146,3 +146,15 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
     fig.tight_layout()
     plt.close(fig)  # shown once, as the cell's value
     return fig
+
+
+def model_state_formula(params, world_size, sharded):
+    """Bytes per rank of fp32 AdamW model states: (4 + 4 + 8) * Psi, divided by N when sharded."""
+    return 16 * params / (world_size if sharded else 1)
+
+
+def comm_formula(params, world_size, passes):
+    """Bytes each rank sends per step in a ring: passes * (N-1)/N * 4 * Psi (fp32).
+    DDP: 2 (all-reduce = reduce-scatter + all-gather); FSDP/ZeRO-3: 3 (all-gather in forward
+    and in backward, reduce-scatter of gradients); ZeRO-2 (no reshard): 2."""
+    return passes * (world_size - 1) / world_size * 4 * params

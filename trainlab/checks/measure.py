@@ -3,7 +3,7 @@
     reports = run_variants([{"name": "mine", "source": text, "max_steps": 120}], device="cpu")
     reports["mine"]["accuracy"], reports["mine"]["host_reads_mean"], ...
 
-The parent side (`run_variants`) writes a spec, starts `python -m trainlab.measure SPEC
+The parent side (`run_variants`) writes a spec, starts `python -m trainlab.checks.measure SPEC
 REPORT` through the runner and reads the report back. The child runs each variant in turn in
 a fresh namespace with the same seed, under the doctor's Probe (global hooks installed before
 the script runs: steps, losses, gradients at every step, host reads, data waiting, live graph
@@ -33,7 +33,6 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import torch
@@ -41,7 +40,8 @@ import torch
 from trainlab import atomic, paths, runner
 from trainlab.display import working
 from trainlab.doctor import experiments
-from trainlab.doctor.probe import Probe, StopTraining
+from trainlab.doctor.execute import execute
+from trainlab.doctor.probe import Probe
 
 SCALE, SLACK_S = 3.0, 10.0  # a variant's budget: at least SCALE x its reference's time + SLACK_S
 NONFINITE_STOP = 10  # non-finite losses in a row that end a variant's run (its verdict is already certain)
@@ -95,7 +95,7 @@ def _code_version():
     """A digest of the trainlab package's source and the versions that run it: part of every key
     (read on every call, a few milliseconds: a kernel that outlives an edit keys on the new code)."""
     digest = hashlib.sha256(f"{sys.version} {torch.__version__}".encode())
-    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+    for path in sorted(paths.PACKAGE.rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -158,7 +158,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             return None
 
         safety = sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120  # the watchdog stops it long before
-        result = runner.run_python(module="trainlab.measure", args=[spec, report], timeout=safety, stream=stream,
+        result = runner.run_python(module="trainlab.checks.measure", args=[spec, report], timeout=safety, stream=stream,
                                    watchdog=watchdog)
         if on_progress is not None:
             _publish(progress, seen, on_progress)
@@ -208,17 +208,15 @@ def small_tensors(namespace):
 
 def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=False):
     torch.manual_seed(seed)
-    namespace = {"__name__": "__main__", "__file__": f"<{name}>"}
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     on_step = _progress_writer(name, progress_path) if progress_path else None
     with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=curves or bool(progress_path),
                on_step=on_step, every_step=True, stop_after_nonfinite=NONFINITE_STOP) as probe:
-        try:
-            exec(compile(source, f"<{name} cell>", "exec"), namespace)
-        except StopTraining:
-            pass
-        except Exception as exc:  # the learner's own error: reported with their traceback
-            report.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=_learner_traceback())
+        ran = execute(source=source, label=f"<{name} cell>", file=f"<{name}>")
+    namespace = ran.namespace
+    if ran.error is not None:  # the learner's own error: reported with their traceback, their code first
+        report.update(status="error", error=f"{type(ran.error).__name__}: {ran.error}",
+                      traceback=ran.traceback(keep=lambda line: line.lstrip().startswith('File "<') and "cell>" in line))
     report.update(probe.summary())
     report["accuracy"], report["tensors"], report["label_test"] = None, {}, None
     if report["status"] == "ok":
@@ -244,13 +242,6 @@ def _progress_writer(name, path, every_s=0.3):
                           "batch_accs": probe.batch_accs})
 
     return write
-
-
-def _learner_traceback():
-    """The traceback without this module's own frames: the learner's code first."""
-    lines = traceback.format_exc().splitlines()
-    keep = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "<') and "cell>" in line]
-    return "\n".join(["Traceback (most recent call last):", *lines[keep[0]:]] if keep else lines)
 
 
 def child_main(spec_path, report_path):

@@ -14,7 +14,7 @@ from trainlab.doctor import collectives
 from trainlab.doctor.multirank import diagnose_ranks, step_times
 from trainlab.doctor.report import SEVERITIES
 
-from tests.debugging.test_doctor import SCRIPTS
+from tests.doctor.test_doctor import SCRIPTS
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
 

@@ -8,7 +8,7 @@
 `apply_fsdp` wraps each transformer block, then the root (the parameters no block owns), in that
 order; a `MixedPrecisionPolicy` of bf16 compute and fp32 reduction when asked. The FSDP lab
 (`labs/fsdp/train.py`) has its own `shard()`: it is the exercise. Used by the step-time,
-accumulation and initialisation experiments (`trainlab.fsdp.experiments`).
+accumulation and initialisation experiments (`trainlab.fsdp`) and by module 05's ZeRO runs (`trainlab.memory.zero`).
 """
 
 import torch

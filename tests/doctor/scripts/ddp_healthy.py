@@ -2,7 +2,7 @@
 CNN with BatchNorm (buffers DDP broadcasts), a DistributedSampler, SGD with momentum, and a
 loss averaged across ranks for the log every few steps. Runs under torchrun on gloo:
 
-    torchrun --standalone --nproc-per-node 2 tests/debugging/scripts/ddp_healthy.py --steps 40
+    torchrun --standalone --nproc-per-node 2 tests/doctor/scripts/ddp_healthy.py --steps 40
 
 Used by the multi-rank doctor's tests: bugs are injected into this text."""
 

@@ -1,6 +1,6 @@
 """The diagnosis, stated before the fix and graded apart from it - as an interviewer would.
 
-    from trainlab.checks import diagnosis
+    from trainlab.debugging import diagnosis
     diagnosis.form("debugging/nc_7")                  # JupyterLab: a menu of causes and your evidence
     diagnosis.state("debugging/nc_7", causes=["..."], evidence=["label-test"])   # the same from code
     diagnosis.state("debugging/nc_7", text="the labels do not match the images")   # what your words read as
@@ -10,20 +10,21 @@ up in every menu. Evidence is chosen from the experiments run on that lab in thi
 (`trainlab.debugging.investigate`), and it has to be one that tells the stated cause apart.
 The first diagnosis stated for a lab is the one graded; later ones are shown "after
 feedback". Which help the learner used before stating it (hints, the solution, the doctor on
-that lab) is recorded and shown with the verdict. Running the lab's `%%lab` cell grades the
-diagnosis and the fix separately.
+that lab: `trainlab.checks.help_record`) is shown with the verdict. Running the lab's `%%lab` cell
+grades the diagnosis and the fix separately: this module hands the checks its grader
+(`checks.core.DIAGNOSIS`), for module 01's labs and its drills.
 """
 
 import html
 from dataclasses import dataclass
 
-from trainlab import doctor, labs
+from trainlab import labs
+from trainlab.checks import core, help_record
 from trainlab.debugging import investigate
 from trainlab.display import say, show_widget
 from trainlab.doctor import causes as catalogue
 
 STATED = {}  # lab -> [Diagnosis, ...] in the order stated; the first is graded
-HELP = {}  # lab -> ["hint 1", "solution", ...] in the order used
 
 
 @dataclass(frozen=True, repr=False)
@@ -55,27 +56,6 @@ class Grade:
         used = f" (stated after: {', '.join(self.help_before)})" if self.help_before else " (stated before any help)"
         later = f"; {self.later} later diagnosis(es) not graded" if self.later else ""
         return f"diagnosis {'right' if self.right else 'wrong'}{used}: {self.message}{later}"
-
-
-class _NotStated:
-    head = "Diagnosis not stated"
-
-    def __str__(self):
-        return ("diagnosis not stated: state it (diagnosis.form(LAB) or diagnosis.state(...)) before you "
-                "look at the fix - an interview grades the reasoning too")
-
-
-NOT_STATED = _NotStated()
-
-
-def used_help(lab, what):
-    """Record that the learner used help on a lab ("hint 2", "solution", "doctor")."""
-    HELP.setdefault(labs.resolve(lab), []).append(what)
-
-
-def _help_so_far(name):
-    doctor_runs = [p for p in doctor.USED if p == labs.path(name).resolve()]
-    return tuple(dict.fromkeys([*HELP.get(name, []), *(["doctor"] if doctor_runs else [])]))
 
 
 def read_words(text):
@@ -120,7 +100,7 @@ def state(lab, causes=None, evidence=(), text=None, confirm=False):
                          f"investigate.run({name!r}, {missing[0]!r}) first (evidence must be something you saw)")
     if not evidence:
         raise ValueError("give the evidence: the experiment(s), run on this lab, whose result shows the cause")
-    diagnosis = Diagnosis(name, ids, tuple(gathered[e] for e in evidence), _help_so_far(name))
+    diagnosis = Diagnosis(name, ids, tuple(gathered[e] for e in evidence), help_record.before(name))
     STATED.setdefault(name, []).append(diagnosis)
     first = len(STATED[name]) == 1
     say(f"Diagnosis of `{name}` recorded{'' if first else ' (after feedback: only your first one is graded)'}: "
@@ -255,3 +235,6 @@ class DiagnosisForm:
                             reading_out,
                             w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"), evidence_box,
                             chosen, w.HBox([refresh, submit]), out]), repr(self))
+
+
+core.DIAGNOSIS.update(grade=grade, doctor_reading=investigate.doctor_report)

@@ -19,7 +19,7 @@ from trainlab.doctor.__main__ import main
 from trainlab.doctor.examine import diagnose_here
 from trainlab.doctor.report import SEVERITIES
 
-from tests.debugging.test_doctor import SCRIPTS, diagnose_text
+from tests.doctor.test_doctor import SCRIPTS, diagnose_text
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
 

@@ -1,0 +1,56 @@
+"""Layers point one way: core (data, models, loop, runner, measurement helpers, published) <-
+distributed <- doctor <- checks <- drill <- the notebook module packages. A module imports only from
+its own layer or those below it, and no notebook module package imports another's (what two modules
+share moves down). Read from the source (every import, inside functions too), so a lazy import
+cannot hide an edge."""
+
+import ast
+from pathlib import Path
+
+from trainlab import modules, paths
+
+LAYERS = {"core": 0, "data": 0, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
+          **{package: 5 for package in modules.PACKAGES}}
+
+
+def layer_of(dotted):
+    """The package a trainlab module belongs to: a sub-package's name, or "core" for top-level modules."""
+    parts = dotted.split(".")
+    if len(parts) > 1 and (paths.PACKAGE / parts[1]).is_dir():
+        return parts[1]
+    return "core"
+
+
+def imports(file):
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "trainlab":
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == "trainlab")
+
+
+def edges():
+    for file in sorted(paths.PACKAGE.rglob("*.py")):
+        relative = file.relative_to(paths.PACKAGE)
+        source = relative.parts[0] if len(relative.parts) > 1 else "core"
+        for target in imports(file):
+            yield relative.as_posix(), source, target, layer_of(target)
+
+
+def test_every_package_has_a_layer():
+    packages = {p.name for p in paths.PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert packages <= LAYERS.keys(), f"give {sorted(packages - LAYERS.keys())} a layer in this test"
+
+
+def test_imports_point_down_the_layers():
+    wrong = [f"{file} imports {target} ({source} -> {to})" for file, source, target, to in edges()
+             if source != to and (LAYERS[to] > LAYERS[source]
+                                  or (LAYERS[to] == LAYERS[source] == 5))]  # module packages stay apart
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from trainlab.checks import core\n    import trainlab.debugging.investigate\n")
+    assert [layer_of(t) for t in imports(bad)] == ["checks", "debugging"]
+    assert LAYERS["checks"] > LAYERS["doctor"]  # so doctor/bad.py would be refused

@@ -12,6 +12,7 @@ Layers, each importing only from those above it in this list (tests/core/test_la
     `timing.py` `peaks.py` `timeline.py`          kernel timing, allocator peaks, a profiler trace's time split
     `published.py`                               published figures with their sources
     `paths.py` `atomic.py` `modules.py`           where things are, atomic writes, the modules' names
+    `patching.py`                                 patch attributes for a while, every one restored
     `labs.py` `params.py` `progress.py`           the lab format, notebook parameters, a learner's records
     `display.py` `plots.py` `predict.py`          text and tables, run and data plots, predict-then-measure
     `notebooks.py` `workspace.py`                 learner notebooks from solutions; the learner's work/ root

@@ -360,8 +360,13 @@ ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt|Exit|
 # A C++ exception that escaped a call the script made (gloo checks a collective's sizes this way):
 # the process aborts (SIGABRT), but the script's own call failed
 CPP_THROW = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*\n\s*what\(\):\s*(.*)")
-# What a rank reports when another rank died under it: not a cause of its own
-CONSEQUENCE = re.compile(r"connection (closed|reset|refused)|broken pipe|peer|communicator was aborted", re.I)
+# What a rank reports when another rank failed under it or left it waiting: not a cause of its own. The one
+# list: the runner names the rank that really failed by it, the multi-rank doctor shows such a crash beneath
+# the finding that explains it, and the FSDP lab's check reads a rank left waiting as a hang.
+LOST_PEER = r"connection (closed|reset|refused)|broken pipe|peer|communicator was aborted"
+LEFT_WAITING = r"timed? ?out|timeout|mismatch between collectives|detected mismatch|collective.*(desync|mismatch)"
+CONSEQUENCE = re.compile(LOST_PEER, re.I)  # another rank died: this one lost its connection
+WAITED = re.compile(LEFT_WAITING, re.I)  # another rank never joined, or joined a different collective
 
 
 def failed_ranks(output):

@@ -7,7 +7,8 @@ import pytest
 from trainlab import labs
 from trainlab.checks.lab import BY_CAUSE
 from trainlab.debugging.investigate import EXPERIMENTS
-from trainlab.doctor import causes, causes_doc, rules
+from trainlab.doctor import causes, causes_doc
+from trainlab.doctor.rules import model
 from trainlab.doctor.report import Finding, rank
 from trainlab.drill.mutations import MUTATIONS
 
@@ -51,7 +52,7 @@ def test_limits_that_differ_are_named_on_both_sides_and_read_by_the_rule(monkeyp
     for cause in ("weight-decay-too-high", "dead-units", "inputs-not-normalised", "zero-initialisation"):
         assert set(causes.ALL[cause].limits) == {"doctor", "check"}, cause
     m = {"dead_relu": [0.96], "init_weight_std": {"w": 0.1}}
-    assert rules.dead_units(m, {}) is None  # 96% dead is under the doctor's 98%
+    assert model.dead_units(m, {}) is None  # 96% dead is under the doctor's 98%
     strict = {**causes.ALL["dead-units"].limits, "doctor": {"dead_share": 0.9}}
     monkeypatch.setitem(causes.ALL, "dead-units", causes.Cause(**{**causes.ALL["dead-units"].__dict__, "limits": strict}))
-    assert rules.dead_units(m, {}).cause == "dead-units"
+    assert model.dead_units(m, {}).cause == "dead-units"

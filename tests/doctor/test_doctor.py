@@ -17,7 +17,7 @@ from tests import matrix
 
 from trainlab import doctor, labs
 from trainlab.doctor.examine import diagnose_here
-from trainlab.doctor import report as report_module
+from trainlab.doctor import causes, report as report_module
 from trainlab.doctor.report import SEVERITIES
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
@@ -44,6 +44,14 @@ def lab_report(name):
 def test_finds_each_labs_root_cause(name):
     report = lab_report(name)
     assert set(labs.fixes(name)) <= set(report.root_causes), str(report)
+
+
+@pytest.mark.parametrize("name", [n for n in labs.names("memory") if set(labs.fixes(n)) <= set(causes.CAUSES)])
+def test_finds_the_causes_of_module_05s_training_labs(name):
+    """Module 05's precision labs are training scripts whose causes are the doctor's (the registry says
+    which): it names them from outside as it does module 01's."""
+    report = lab_report(name)
+    assert set(labs.fixes(name)) <= set(report.root_causes) and labs.get(name).symptom in report.symptoms, str(report)
 
 
 @pytest.mark.parametrize("name", matrix.lab_params([n for n in labs.names(*labs.TRAINING)

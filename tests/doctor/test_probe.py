@@ -114,3 +114,28 @@ def test_per_sample_fetches_are_counted_and_batch_indexing_is_not():
                 optimizer.step()
         counts.append(probe.summary()["sample_fetches_per_step"])
     assert counts == [32, 0]
+
+
+def test_a_failing_instrument_loses_its_measurement_not_the_scripts_run(monkeypatch, capsys):
+    from trainlab.doctor.instruments.updates import Updates
+
+    def broken(self, optimizer, now):
+        raise RuntimeError("an instrument's own bug")
+
+    monkeypatch.setattr(Updates, "step_counted", broken)
+    with Probe(max_steps=50) as probe:
+        steps(model(), 3)
+    assert probe.steps == 3 and probe.losses and probe.summary()["lr"] == []
+    assert probe.instrument_errors == {"Updates.step_counted": "RuntimeError(\"an instrument's own bug\")"}
+    assert capsys.readouterr().err.count("Updates.step_counted failed") == 1  # said once, not per step
+
+
+def test_iterations_end_without_an_optimizer_and_the_time_limit_holds_there():
+    net = model()
+    with Probe(max_steps=1000, time_limit_s=0.0) as probe:
+        try:
+            for _ in range(20):
+                net(torch.randn(8, 64)).square().mean().backward()  # parameters updated by no optimizer
+        except StopTraining:
+            pass
+    assert probe.steps == 0 and probe.iterations == 1 and probe.backwards == 1

@@ -4,30 +4,31 @@ and decides in microseconds, so its edges are tested here rather than through 60
 import math
 
 from trainlab.doctor import rules, trend
+from trainlab.doctor.rules import data, model, optimizer
 
 
 def test_inputs_far_from_unit_scale_are_named_and_normalised_ones_are_not():
     raw = {"root_input": {"mean": 120.0, "std": 60.0, "max": 255.0}}
-    assert rules.inputs_not_normalised(raw, {}).cause == "inputs-not-normalised"
-    assert rules.inputs_not_normalised({"root_input": {"mean": 0.4, "std": 0.3, "max": 1.0}}, {}) is None
-    assert rules.inputs_not_normalised({"root_input": None}, {}) is None
+    assert data.inputs_not_normalised(raw, {}).cause == "inputs-not-normalised"
+    assert data.inputs_not_normalised({"root_input": {"mean": 0.4, "std": 0.3, "max": 1.0}}, {}) is None
+    assert data.inputs_not_normalised({"root_input": None}, {}) is None
 
 
 def test_constant_weights_need_half_the_tensors_and_explain_dead_units():
     half = {"init_weight_std": {"a": 0.0, "b": 0.0, "c": 0.1, "d": 0.1}, "dead_relu": [1.0]}
-    assert rules.bad_initialisation(half, {}).cause == "zero-initialisation"
-    assert rules.dead_units(half, {}) is None  # symmetric units explain the dead ones
+    assert model.bad_initialisation(half, {}).cause == "zero-initialisation"
+    assert model.dead_units(half, {}) is None  # symmetric units explain the dead ones
     one = {"init_weight_std": {"a": 0.0, "b": 0.1, "c": 0.1, "d": 0.1}, "dead_relu": [0.0]}
-    assert rules.bad_initialisation(one, {}) is None
+    assert model.bad_initialisation(one, {}) is None
 
 
 def test_weight_decay_is_judged_per_optimizer_type():
     def m(kind, decay):
         return {"optimizers": [{"type": kind, "lr": 0.1, "weight_decay": decay}]}
-    assert rules.weight_decay_too_high(m("SGD", 0.05), {}).cause == "weight-decay-too-high"
-    assert rules.weight_decay_too_high(m("AdamW", 0.05), {}) is None
-    assert rules.weight_decay_too_high(m("AdamW", 2.0), {}).evidence["shrink_per_step"] == 0.2
-    assert rules.weight_decay_too_high(m("Adagrad", 0.2), {}).cause == "weight-decay-too-high"  # "other": 0.1
+    assert optimizer.weight_decay_too_high(m("SGD", 0.05), {}).cause == "weight-decay-too-high"
+    assert optimizer.weight_decay_too_high(m("AdamW", 0.05), {}) is None
+    assert optimizer.weight_decay_too_high(m("AdamW", 2.0), {}).evidence["shrink_per_step"] == 0.2
+    assert optimizer.weight_decay_too_high(m("Adagrad", 0.2), {}).cause == "weight-decay-too-high"  # "other": 0.1
 
 
 def test_trend_tells_a_falling_loss_from_noise_around_a_level():
@@ -50,3 +51,45 @@ def test_theil_sen_recovers_a_line_through_outliers():
     values[4], values[11] = 100.0, -50.0
     slope, intercept = trend.theil_sen(values)
     assert math.isclose(slope, -0.5) and math.isclose(intercept, 3.0)
+
+
+class Recording(dict):
+    """A measurement dict that remembers every key read from it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def test_every_key_a_rule_reads_is_provided_by_an_instrument():
+    """Each instrument declares the keys its summary provides; the rules read only those (and the
+    run's own analysis: the loss trend), so a new rule cannot read a measurement nobody makes."""
+    import contextlib
+    import io
+
+    from trainlab import labs
+    from trainlab.doctor import probe as probe_module
+    from trainlab.doctor.examine import run_script
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        probe, _ = run_script(str(labs.path("debugging/nc_7")), max_steps=12)
+    summary = probe.summary()
+    provided = {"steps", "backwards", "forwards", "iterations", "wall_s"}
+    for instrument in probe.instruments:
+        assert set(instrument.summary()) == set(instrument.PROVIDES), type(instrument).__name__
+        provided |= set(instrument.PROVIDES)
+    assert set(summary) == provided
+    m = Recording(summary, convergence=trend.convergence(summary["losses"]))
+    findings = rules.findings(m, {})
+    rules.symptoms(m, {})
+    rules.symptom_evidence(m, ["no-convergence", "slow", "memory", "nan"])
+    assert findings and m.read and m.read <= provided | {"convergence"}, m.read - provided
+    assert probe_module.EVENTS[-1] == "iteration_end" and probe.iterations >= 11  # no optimizer needed to count them

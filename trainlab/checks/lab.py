@@ -19,7 +19,7 @@ in the parent, from what the child measured:
 
 An incorrect verdict states what was observed and its number, never the cause or the fix:
 naming those is for `hint()` and `solution()`. Mechanisms are keyed by the doctor's cause ids
-(`trainlab/doctor/rules.py`), so generated drills reuse them.
+(`trainlab/doctor/rules/`), so generated drills reuse them.
 """
 
 import math

@@ -84,6 +84,8 @@ ALL = {c.id: c for c in (
           symptoms=('no-convergence',),
           mechanism='50 Adam steps on one captured batch from the first-forward weights leave the loss above 70% of its start',
           fields=('loss_first', 'loss_after_50_steps')),
+    # off the menu: the first loss against ln(classes) is a reading that points at the init or the scale (whose
+    # causes are on the menu), not a fault of its own to fix; a warning when far off, so it can lead a report
     Cause('loss-at-init', 'model',
           symptoms=('no-convergence',),
           severities=('warning', 'info'),

@@ -97,15 +97,6 @@ def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     return found
 
 
-def _chance(targets):
-    """Share of the commonest class in the captured targets (always guessing it)."""
-    labels = [t for t in targets if t.ndim == 1 and not t.is_floating_point()]
-    if not labels:
-        return None
-    y = torch.cat(labels).long()
-    return float(torch.bincount(y).max() / len(y)) if len(y) and int(y.min()) >= 0 else None
-
-
 def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,
                   experiments_allowed=True, seed=0):
     """Run script in this process and return its Report (experiments_allowed=False: the probe's
@@ -115,10 +106,7 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     start = time.perf_counter()
     torch.manual_seed(seed)
     probe, crash = run_script(script, args, max_steps, time_limit_s, instrument)
-    m = probe.summary()
-    shapes = [o["shape"] for o in m["root_outputs"] if len(o["shape"]) == 2]
-    m["classes"] = shapes[0][1] if shapes and shapes[0][1] > 1 else None
-    m["chance"] = _chance(probe.captured.targets)
+    m = probe.summary()  # classes and chance included (the captures instrument derives them, once)
     m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
                                          m["classes"])
     left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too

@@ -22,8 +22,7 @@ from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
 HANG_CAUSES = ("partial-collective", "collective-mismatch", "uneven-steps", "rank-did-not-finish")  # what makes ranks wait
-CONSEQUENCE = re.compile(r"timed? ?out|timeout|connection (closed|reset|refused)|broken pipe|peer|mismatch between "
-                         r"collectives|detected mismatch|collective.*(desync|mismatch)", re.I)
+CONSEQUENCE = re.compile(f"{runner.LEFT_WAITING}|{runner.LOST_PEER}", re.I)  # another rank's doing, not this one's
 STRAGGLER = 1.5  # a rank whose compute per step exceeds the fastest rank's by this factor
 
 

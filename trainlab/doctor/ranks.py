@@ -26,7 +26,7 @@ import math
 import os
 import sys
 import time
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 
 import torch
@@ -34,6 +34,7 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from trainlab import atomic
+from trainlab.patching import Patches
 from trainlab.doctor import collectives
 from trainlab.doctor.probe import DETAIL_STEPS, is_dtensor, is_sharded, wrapped_module
 
@@ -66,37 +67,30 @@ class RankProbe:
         self.saves = []  # checkpoint writes: {"api", "site", "tensors", "sharded"}
         self.hook_errors = set()  # the doctor's hooks that failed on this rank (said once each)
         self.collective_s_per_step = []  # seconds inside collectives, per optimizer step
-        self._stack = ExitStack()
+        self._patches = Patches()
         self._store = None
         self._probe = None
         self._last_collective_s = 0.0
 
     def __enter__(self):
-        self._stack.enter_context(self.log)
-        self._patch(dist, "init_process_group", self._wrap_init)
+        patches = self._patches
+        patches.enter(self.log)
+        patches.wrap(dist, "init_process_group", self._wrap_init)
         for name in ("default_pg_timeout", "default_pg_nccl_timeout"):  # groups made without a timeout
             if isinstance(getattr(distributed_c10d, name, None), timedelta):
-                self._set(distributed_c10d, name, min(getattr(distributed_c10d, name), self.collective_timeout))
-        self._patch(torch, "save", lambda original: self._wrap_save("torch.save", original))
+                patches.set(distributed_c10d, name, min(getattr(distributed_c10d, name), self.collective_timeout))
+        patches.wrap(torch, "save", lambda original: self._wrap_save("torch.save", original))
         import torch.distributed.checkpoint as dcp
 
         for name in ("save", "async_save", "save_state_dict"):
             if hasattr(dcp, name):
-                self._patch(dcp, name, lambda original, api=f"torch.distributed.checkpoint.{name}":
-                            self._wrap_save(api, original))
+                patches.wrap(dcp, name, lambda original, api=f"torch.distributed.checkpoint.{name}":
+                             self._wrap_save(api, original))
         return self
 
     def __exit__(self, *exc):
-        self._stack.close()
+        self._patches.restore()
         return False
-
-    def _patch(self, owner, name, wrapper):
-        self._set(owner, name, wrapper(getattr(owner, name)))
-
-    def _set(self, owner, name, value):
-        original = getattr(owner, name)
-        setattr(owner, name, value)
-        self._stack.callback(setattr, owner, name, original)
 
     # ---------------------------------------------------------------- the single-process probe
     def attach(self, probe):
@@ -105,7 +99,7 @@ class RankProbe:
         self._probe = probe
         probe.time_limit_s = math.inf
         probe.on_step = self._on_step
-        self._stack.enter_context(_forward_pre_hook(self._before_forward))
+        self._patches.enter(_forward_pre_hook(self._before_forward))
         return self
 
     @_guarded
@@ -116,12 +110,12 @@ class RankProbe:
         store = self._agreement_store()
         if store is None:
             if time.perf_counter() - probe.start > self.time_limit_s:
-                probe._done = True
+                probe.request_stop()
             return
         if self.rank == 0 and time.perf_counter() - probe.start > self.time_limit_s and not store.check([STOP_KEY]):
             store.set(STOP_KEY, str(probe.steps + 2))  # the others are at most a step behind or ahead
         if store.check([STOP_KEY]) and probe.steps >= int(store.get(STOP_KEY)):
-            probe._done = True
+            probe.request_stop()
 
     def _agreement_store(self):
         """A client of torchrun's store (MASTER_ADDR:MASTER_PORT), shared by the ranks of this run."""
@@ -246,7 +240,7 @@ def _model_layout(root, probe):
               if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and len(m) >= 2
               and len({type(c) for c in m}) == 1 and any(True for _ in m[0].parameters())]
     params = {id(p) for p in root.parameters()}
-    held = [p for o in probe.seen.optimizers for g in o.param_groups for p in g["params"]]
+    held = [p for o in probe.optimizers for g in o.param_groups for p in g["params"]]
     return {"type": type(root).__name__, "sharded": is_sharded(root), "fsdp_units": units,
             "repeated_blocks": {name: len(root.get_submodule(name)) for name in blocks},
             "params": len(params), "dtensors": sum(is_dtensor(p) for p in root.parameters()),

@@ -11,6 +11,7 @@ Three readings, each with its numbers:
 """
 
 import math
+import statistics
 
 MIN_STEPS = 20  # fewer finite losses than this: no verdict
 WINDOW_SHARE = 0.2  # first and last windows: a fifth of the run each (at least 5 steps)
@@ -66,6 +67,4 @@ def convergence(losses, batch_acc=(), chance=None, batch_size=1, classes=None):
 
 
 def _median(values):
-    values = sorted(values)
-    n = len(values)
-    return (values[(n - 1) // 2] + values[n // 2]) / 2 if values else 0.0
+    return statistics.median(values) if values else 0.0

@@ -43,7 +43,6 @@ MISTAKES = {
     "rank0-checkpoint": "a sharded checkpoint from every rank, resumed exactly",
     "partial-collective": "every rank joins every collective",
 }
-TIMEOUT_WORDS = ("timed out", "timeout", "connection closed", "connection reset", "connection refused")
 DEPTH = 6  # transformer blocks of the lab's model in the check's run: FSDP units needed = DEPTH + 1
 
 
@@ -224,7 +223,7 @@ class FsdpLabExercise(Exercise):
     def _judge_failed_run(self, m):
         """A run that hung or raised: what setup showed is judged; the rest is not."""
         error = m["error"] or "the run failed"
-        hung = m["timed_out"] or any(word in error.lower() for word in TIMEOUT_WORDS)  # the first failing rank's error
+        hung = m["timed_out"] or bool(runner.WAITED.search(error) or runner.CONSEQUENCE.search(error))  # the first failing rank's
         observed = {"optimizer-before-sharding": _plain_optimizer_tensors(m), "root-only-wrap": _units(m)}
         verdicts = {}
         for mistake in MISTAKES:

@@ -13,6 +13,7 @@ still reports them. The verdict is computed in the parent (trainlab.fsdp.exercis
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch.distributed as dist
@@ -21,11 +22,13 @@ from torch.distributed.tensor import DTensor
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from trainlab import atomic
+from trainlab.patching import Patches
 from trainlab.distributed import suite
 
 
+@contextmanager
 def observe(out_dir):
-    """Install the observers; return the dict they fill."""
+    """Install the observers for the run (restored after it); yield the dict they fill."""
     observed = {"units": [], "optimizer": None}
     path = Path(out_dir) / "observed.json"
 
@@ -33,13 +36,14 @@ def observe(out_dir):
         if not dist.is_initialized() or dist.get_rank() == 0:
             atomic.write_text(path, json.dumps(observed))
 
-    original = fsdp.fully_shard
+    def counting(original):
+        def fully_shard(module, *args, **kwargs):
+            if observed["optimizer"] is None:  # only the first configuration's model
+                observed["units"].append(len(module) if isinstance(module, (list, tuple)) else 1)
+                write()
+            return original(module, *args, **kwargs)
 
-    def fully_shard(module, *args, **kwargs):
-        if observed["optimizer"] is None:  # only the first configuration's model
-            observed["units"].append(len(module) if isinstance(module, (list, tuple)) else 1)
-            write()
-        return original(module, *args, **kwargs)
+        return fully_shard
 
     def first_step(optimizer, args, kwargs):
         if observed["optimizer"] is None:
@@ -48,16 +52,17 @@ def observe(out_dir):
             observed["optimizer"] = {"tensors": len(params), "sharded": sharded}
             write()
 
-    fsdp.fully_shard = fully_shard
-    register_optimizer_step_pre_hook(first_step)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    write()
-    return observed
+    with Patches() as patches:
+        patches.wrap(fsdp, "fully_shard", counting)
+        patches.callback(register_optimizer_step_pre_hook(first_step).remove)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        write()
+        yield observed
 
 
 def main(script, spec_path, out_dir, device="auto"):
-    observe(out_dir)
-    suite.main(script, spec_path, out_dir, device)
+    with observe(out_dir):
+        suite.main(script, spec_path, out_dir, device)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,54 @@
+"""What every instrument shares: a reference to its probe, the keys its summary provides, and the
+probe's own reads kept apart from the script's."""
+
+import statistics
+
+
+class Instrument:
+    """One thing the probe measures. Subclasses define any of the events the probe sends
+    (`trainlab.doctor.probe.EVENTS`), `patches()` for the functions they wrap, and `summary()`
+    returning exactly the keys in PROVIDES."""
+
+    PROVIDES = ()
+
+    def __init__(self, probe):
+        self.probe = probe
+
+    def patches(self):
+        """[(owner, attribute name, wrapper(original) -> replacement)] installed for the run."""
+        return []
+
+    def summary(self):
+        return {}
+
+
+def median(values):
+    """The upper median (one of the values, so a count stays a count), 0 for none: counts per step."""
+    return sorted(values)[len(values) // 2] if values else 0
+
+
+def median_float(values):
+    """The median of floats (statistics.median: the mean of the middle two), None for none."""
+    return statistics.median(values) if values else None
+
+
+def mean(values):
+    return sum(values) / max(len(values), 1)
+
+
+def is_dtensor(t):
+    return type(t).__name__ == "DTensor"
+
+
+def is_sharded(module):
+    """FSDP2 (DTensor parameters) or FSDP1 (flat, sharded parameters): its parameters live in pieces
+    on the ranks, so a copy cannot run on one rank and replicas differ by design."""
+    return type(module).__name__ == "FullyShardedDataParallel" or any(is_dtensor(p) for p in module.parameters())
+
+
+def wrapped_module(module):
+    """The model inside DistributedDataParallel or DataParallel; None for any other module."""
+    import torch
+
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    return module.module if isinstance(module, wrappers) else None

@@ -1,0 +1,131 @@
+"""What the quick experiments need after the script ends: the model (the outermost module called
+with parameters, kept alive), its first input's statistics, its initial weights and state, a few
+whole batches with their targets, and two views of them for the label test; and what the first
+batches held (size, classes, distinct batches)."""
+
+import torch
+import torch.nn.functional as F
+
+from trainlab.doctor.instruments.base import Instrument
+from trainlab.doctor.instruments.gradients import DETAIL_STEPS
+from trainlab.doctor.instruments.losses import CAPTURE_STEPS  # noqa: F401 - the batches the label test reads
+
+KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
+
+
+class Captures(Instrument):
+    PROVIDES = ("root_input", "init_weight_std", "batch_size", "classes_per_batch", "single_class_batches",
+                "batches_with_targets", "single_class_by_chance", "batches_seen", "distinct_batches", "classes",
+                "chance")
+
+    def __init__(self, probe):
+        super().__init__(probe)
+        self.root = None  # the model: the outermost module called with parameters (kept alive)
+        self.root_input = None  # statistics of its first input
+        self.init_weights = {}  # weight-tensor name -> std at the first call
+        self.init_state = None  # a copy of its state dict at the first call
+        self.param_names = {}  # id(parameter) -> its name in the model (module path)
+        self.features = []  # label-test features of the first CAPTURE_STEPS batches (spectra)
+        self.pixels = []  # ... and the inputs themselves, pooled (a second view)
+        self.targets = []  # their targets (the loss functions hand them over)
+        self.batches = []  # the first KEEP_BATCHES whole inputs (paired with targets)
+
+    def name(self, param):
+        return self.param_names.get(id(param), "<a parameter outside the model>")
+
+    def outermost_forward_start(self, module, inputs):
+        """Every outermost module call: the first with parameters is the model; its training calls
+        give the batches."""
+        probe = self.probe
+        if self.root is None and any(True for _ in module.parameters()):
+            self.root = module  # kept alive: the experiments use it after the script ends
+            x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+            if x is not None and x.is_floating_point():
+                with probe.internal(), torch.no_grad():
+                    self.root_input = stats(x)
+                    self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
+                                         for n, p in module.named_parameters() if p.ndim > 1}
+                    self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                    self.param_names = {id(p): n for n, p in module.named_parameters()}
+        if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
+            x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+            if x is not None and x.is_floating_point() and x.ndim >= 2:
+                with probe.internal(), torch.no_grad():
+                    if x.ndim == 4:
+                        self.features.append(image_features(x.detach().float()).cpu())
+                    self.pixels.append(pixel_features(x.detach().float()).cpu())
+                    self.batches.append(x.detach().clone())
+
+    def summary(self):
+        """What the first CAPTURE_STEPS training batches held: their size, the fewest classes in
+        one batch, and how many of them were distinct batches."""
+        outputs = self.probe.forward_stats.root_outputs
+        targets = [t for t in self.targets if t.ndim == 1 and len(t) > 1 and not t.is_floating_point()]
+        views = self.features or self.batches  # images: translation-invariant features (augmented crops)
+        single = sum(len(set(t.tolist())) == 1 for t in targets)
+        return {"root_input": self.root_input, "init_weight_std": self.init_weights,
+                "batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
+                "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
+                "single_class_batches": single, "batches_with_targets": len(targets),
+                "single_class_by_chance": single_class_by_chance(targets, output_classes(outputs)),
+                "batches_seen": len(views),
+                "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views}),
+                "classes": classes(outputs[:DETAIL_STEPS]), "chance": chance(self.targets)}
+
+
+def classes(outputs):
+    """The model's classes: the width of its first (batch, classes) output, when above 1."""
+    shapes = [o["shape"] for o in outputs if len(o["shape"]) == 2]
+    return shapes[0][1] if shapes and shapes[0][1] > 1 else None
+
+
+def chance(targets):
+    """Share of the commonest class in the captured targets (always guessing it)."""
+    labels = [t for t in targets if t.ndim == 1 and not t.is_floating_point()]
+    if not labels:
+        return None
+    y = torch.cat(labels).long()
+    return float(torch.bincount(y).max() / len(y)) if len(y) and int(y.min()) >= 0 else None
+
+
+def single_class_by_chance(targets, classes=None):
+    """The share of batches that would hold one class if the labels were shuffled into batches of the
+    same size: sum over classes of p_c^b (tiny batches hold one class by chance alone). The class
+    shares are those of the captured labels, or uniform over the model's outputs when the captured
+    labels show fewer classes than it has (sorted data: the first batches are all one class)."""
+    if not targets:
+        return None
+    y = torch.cat(targets).long()
+    if int(y.min()) < 0:
+        return None
+    shares = torch.bincount(y).double() / len(y)
+    if classes and int((shares > 0).sum()) < classes:
+        shares = torch.full((classes,), 1.0 / classes, dtype=torch.double)
+    return float(sum((shares ** len(t)).sum() for t in targets) / len(targets))
+
+
+def output_classes(outputs):
+    """The model's output width when it outputs (batch, classes) logits, else None."""
+    shape = outputs[0].get("shape") if outputs else None
+    return shape[1] if shape and len(shape) == 2 and shape[1] > 1 else None
+
+
+def image_features(x):
+    """Translation-invariant features of a (B, C, H, W) batch: log magnitude spectrum of grey."""
+    grey = x.mean(1)
+    return torch.fft.rfft2(grey - grey.mean((1, 2), keepdim=True)).abs().log1p().flatten(1)
+
+
+def pixel_features(x, side=16, most=2048):
+    """The input itself as features, (B, C, H, W) pooled to at most side x side: where a class sits
+    in fixed positions (no random crops), the pixels tell it better than the spectrum does."""
+    if x.ndim == 4 and max(x.shape[2:]) > side:
+        x = F.adaptive_avg_pool2d(x, side)
+    return x.flatten(1)[:, :most]
+
+
+def stats(x):
+    x = x.detach().float()
+    return {"mean": float(x.mean()), "std": float(x.std()) if x.numel() > 1 else 0.0,
+            "min": float(x.min()), "max": float(x.max()), "finite": bool(torch.isfinite(x).all())}
+

@@ -1,0 +1,150 @@
+"""Where each step's time goes: waiting for data, host reads (syncs), compute, the rest; and the
+host reads and the samples a DataLoader fetched one by one in this process, counted per step."""
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils.data import dataloader
+from torch.utils.data._utils import fetch as data_fetch
+
+from trainlab.doctor.instruments.base import Instrument, mean, median
+
+HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
+
+
+@dataclass
+class StepClock:
+    """Per step: its time, optimizer step to step, and how much of it each part took."""
+
+    step_times: list = field(default_factory=list)  # seconds per step, optimizer step to step
+    data_wait: list = field(default_factory=list)  # of which waiting for the next batch
+    sync_time: list = field(default_factory=list)  # ... inside host reads
+    compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
+    backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
+    host_reads: list = field(default_factory=list)  # host reads per step
+    sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
+    wait: float = 0.0  # the step in progress, so far
+    sync: float = 0.0
+    compute: float = 0.0
+    backward: float = 0.0
+    reads: int = 0
+    fetches: int = 0
+    computing: int = 0  # nesting depth of compute regions the script is inside now
+    last_step: float = 0.0  # when the last step ended
+
+    def close_step(self, now):
+        for series, value in ((self.step_times, now - self.last_step), (self.data_wait, self.wait),
+                              (self.sync_time, self.sync), (self.compute_time, self.compute),
+                              (self.backward_time, self.backward),
+                              (self.host_reads, self.reads), (self.sample_fetches, self.fetches)):
+            series.append(value)
+        self.wait = self.sync = self.compute = self.backward = 0.0
+        self.reads, self.fetches, self.last_step = 0, 0, now
+
+    def split(self, steady=slice(None)):
+        """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
+        (compute), and the rest (Python between ops, idle)."""
+        split = {"data": mean(self.data_wait[steady]), "sync": mean(self.sync_time[steady]),
+                 "compute": mean(self.compute_time[steady])}
+        split["other"] = max(mean(self.step_times[steady]) - sum(split.values()), 0.0)
+        return split
+
+
+class Clock(Instrument, StepClock):
+    PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_mean",
+                "host_reads_max", "sample_fetches_per_step")
+
+    def __init__(self, probe):
+        Instrument.__init__(self, probe)
+        StepClock.__init__(self)
+        self._forward_start = self._step_start = 0.0
+
+    def patches(self):
+        return [*((torch.Tensor, name, self._wrap_host_read) for name in HOST_READS),
+                (dataloader._BaseDataLoaderIter, "__next__", self._wrap_next),
+                (data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch)]
+
+    @contextmanager
+    def computing_region(self):
+        """Time the script's own compute (backward here; forward and step via the events)."""
+        self.computing += 1
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.computing -= 1
+            self.compute += time.perf_counter() - start
+
+    # events
+    def root_forward_start(self, module, inputs):
+        self._forward_start = time.perf_counter()
+        self.computing += 1
+
+    def root_forward_end(self, module, inputs, output):
+        self.compute += time.perf_counter() - self._forward_start
+        self.computing -= 1
+
+    def step_start(self, optimizer):
+        self._step_start = time.perf_counter()
+
+    def step_end(self, optimizer, now):
+        self.compute += now - self._step_start
+
+    def step_counted(self, optimizer, now):
+        self.close_step(now)
+
+    # wrappers
+    def _wrap_host_read(self, original):
+        clock = self
+
+        def read(tensor, *args, **kwargs):
+            if clock.probe.reading_internally:
+                return original(tensor, *args, **kwargs)
+            clock.reads += 1
+            start = time.perf_counter()
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                waited = time.perf_counter() - start
+                clock.sync += waited
+                if clock.computing:  # a read inside forward/backward is sync time, not compute
+                    clock.compute -= waited
+
+        return read
+
+    def _wrap_next(self, original):
+        clock = self
+
+        def next_batch(iterator):
+            start = time.perf_counter()
+            with clock.probe.internal():  # reads while preparing CPU batches are not device syncs
+                try:
+                    return original(iterator)
+                finally:
+                    clock.wait += time.perf_counter() - start
+
+        return next_batch
+
+    def _wrap_fetch(self, original):
+        """A map-style DataLoader's fetch in this process (workers are other processes): with
+        automatic batching it calls dataset[i] once per sample - Python work on every step."""
+        clock = self
+
+        def fetch(fetcher, possibly_batched_index):
+            if fetcher.auto_collation:
+                clock.fetches += len(possibly_batched_index)
+            return original(fetcher, possibly_batched_index)
+
+        return fetch
+
+    def summary(self):
+        steady = slice(1, None) if len(self.step_times) > 2 else slice(None)  # skip the warm-up step
+        step_s, wait_s = sum(self.step_times[steady]), sum(self.data_wait[steady])
+        reads = self.host_reads[steady]
+        return {"step_s": step_s / max(len(self.step_times[steady]), 1),
+                "data_wait_share": wait_s / step_s if step_s else 0.0, "time_split": self.split(steady),
+                "host_reads_per_step": median(reads), "host_reads_mean": mean(reads),
+                "host_reads_max": max(reads, default=0),
+                "sample_fetches_per_step": median(self.sample_fetches[steady])}

@@ -1,0 +1,81 @@
+"""The optimizers the script steps, their learning rates per step, and how much each inspected step
+changes the weights (|delta w| / |w| per weight tensor)."""
+
+import torch
+
+from trainlab.doctor.instruments.base import Instrument, is_sharded, median_float
+from trainlab.doctor.instruments.gradients import DETAIL_STEPS
+
+
+class Updates(Instrument):
+    PROVIDES = ("lr", "optimizers", "params_not_optimized", "params_optimized_unused", "update_ratios",
+                "update_ratio_median", "update_ratio_first", "update_ratio_steps")
+
+    def __init__(self, probe):
+        super().__init__(probe)
+        self.optimizers = []  # every optimizer that stepped, in the order first seen
+        self.lrs = []  # per step: each group's learning rate
+        self.update_ratios = []  # per inspected step: parameter name -> |delta w| / |w|
+        self._before_update = {}  # parameter -> its value before an inspected optimizer step
+
+    def optimized_params(self):
+        return [p for o in self.optimizers for g in o.param_groups for p in g["params"]]
+
+    # events
+    def step_start(self, optimizer):
+        if optimizer not in self.optimizers:
+            self.optimizers.append(optimizer)
+        if self.probe.steps < DETAIL_STEPS:
+            with self.probe.internal(), torch.no_grad():
+                self._before_update = {p: p.detach().clone() for g in optimizer.param_groups for p in g["params"]}
+
+    def step_end(self, optimizer, now):
+        if self._before_update:
+            with self.probe.internal(), torch.no_grad():
+                self.update_ratios.append(self._ratios())
+            self._before_update = {}
+
+    def step_counted(self, optimizer, now):
+        self.lrs.append([float(g["lr"]) for g in optimizer.param_groups])
+
+    def _ratios(self):
+        """|delta w| / |w| of each parameter this optimizer step changed (or failed to change)."""
+        ratios = {}
+        for p, before in self._before_update.items():
+            norm = float(before.float().norm())
+            if norm > 0 and p.ndim > 1:  # weight matrices and kernels: biases and norms start at 0 or 1
+                ratios[self.probe.captured.name(p)] = float((p.detach().float() - before.float()).norm()) / norm
+        return ratios
+
+    def unused_optimizer_params(self):
+        """(params used in forward but in no optimizer, params optimized but never used)."""
+        optimized = {id(p) for p in self.optimized_params()}
+        used = set(self.probe.forward_stats.used_params)
+        root = self.probe.captured.root
+        if root is not None and is_sharded(root):  # FSDP runs forward on gathered copies: its parameters are the shards
+            used = {id(p) for p in root.parameters()}
+        return len(used - optimized), len(optimized - used)
+
+    def summary(self):
+        """|delta w| / |w| per weight tensor per inspected step: the median over steps per tensor,
+        and the median over tensors (healthy training sits near 1e-3)."""
+        steps = self.update_ratios
+        names = list(dict.fromkeys(n for step in steps for n in step))
+        per_param = {n: median_float([step[n] for step in steps if n in step]) for n in names}
+        not_optimized, not_used = self.unused_optimizer_params()
+        return {"lr": [lr[0] for lr in self.lrs], "optimizers": [describe(o) for o in self.optimizers],
+                "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
+                "update_ratios": per_param,
+                "update_ratio_median": median_float(list(per_param.values())) if per_param else None,
+                # the first step alone: what the LR gives before gradients left un-zeroed pile up
+                "update_ratio_first": median_float(list(steps[0].values())) if steps and steps[0] else None,
+                "update_ratio_steps": len(steps)}
+
+
+def describe(optimizer):
+    group = optimizer.param_groups[0]
+    dtypes = sorted({str(p.dtype) for g in optimizer.param_groups for p in g["params"]})
+    state = sorted({str(v.dtype) for per_param in optimizer.state.values() for v in per_param.values()
+                    if torch.is_tensor(v) and v.is_floating_point() and v.ndim > 0})  # m, v, momentum (not step)
+    hyper = {k: v for k, v in group.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"type": type(optimizer).__name__, "param_dtypes": dtypes, "state_dtypes": state, **hyper}

@@ -1,0 +1,25 @@
+"""The checklist as rules: measurements in, findings out, one file per category.
+
+Each rule looks at what the probe measured (`m`, from Probe.summary()) and the quick
+experiments (`x`), and returns a Finding or None. Rules know nothing about labs or file
+names: the same bug injected into any script gives the same finding. Thresholds are set
+so that healthy loops (the reference loop, the healthy test scripts) raise nothing above
+"info"; each names the number it compares (where the doctor and the exercise checks judge one
+cause by different numbers, both are named in the registry, `trainlab.doctor.causes`).
+
+- `data.py`, `model.py`, `loss.py`, `optimizer.py`, `precision.py`, `device.py`: the causes of each
+  category of the checklist; `run.py`: context (the control run, torch.compile, experiments skipped);
+- `symptoms.py`: the symptoms an engineer reports (nan, no-convergence, slow, memory);
+- `common.py`: thresholds and readings several rules share.
+A rule reads only keys some instrument provides (tests/doctor/test_rules.py); a new rule goes in its
+category's file and its RULES list.
+"""
+
+from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
+from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms  # noqa: F401
+
+RULES = [*data.RULES, *model.RULES, *loss.RULES, *optimizer.RULES, *precision.RULES, *device.RULES, *run.RULES]
+
+
+def findings(m, x):
+    return [f for f in (rule(m, x) for rule in RULES) if f is not None]

@@ -1,0 +1,74 @@
+"""The device rules: data loading, host syncs, tiny batches, graphs kept alive."""
+
+from trainlab.doctor.report import Finding
+from trainlab.doctor.rules.common import (DATA_WAIT_SHARE, GRAPHS_ALIVE, GRAPH_GROWTH_BYTES, HOST_READS_PER_STEP,
+                                          graphs_pile_up)
+
+
+PER_SAMPLE_FETCH_S = 50e-6  # seconds of loader work per sample fetched one by one: real per-sample transforms
+
+
+def data_loader_starves(m, x):
+    share, fetches = m["data_wait_share"], m.get("sample_fetches_per_step", 0)
+    per_sample = m["time_split"]["data"] / fetches if fetches else 0.0
+    # a CPU that computes slowly hides a slow loader: counted per-sample work shows it anyway
+    per_sample_python = fetches >= 32 and per_sample > PER_SAMPLE_FETCH_S
+    if share > DATA_WAIT_SHARE or per_sample_python:
+        return Finding("critical" if share > 0.5 or per_sample_python else "warning", "device", "data-loader-starves",
+                       f"{share:.0%} of each step is spent waiting for the next batch, built one sample at a time "
+                       f"({fetches} per step, {1e6 * per_sample:.0f} µs each)" if fetches else
+                       f"{share:.0%} of each step is spent waiting for the next batch",
+                       {"data_wait_share": share, "step_ms": 1e3 * m["step_s"], "sample_fetches_per_step": fetches,
+                        "us_per_sample": 1e6 * per_sample},
+                       "batch the preprocessing on the device (keep the data set there), or use DataLoader "
+                       "workers with pin_memory and persistent_workers")
+
+
+def host_syncs(m, x):
+    reads = m["host_reads_per_step"]
+    if reads > HOST_READS_PER_STEP:
+        return Finding("critical" if reads > 64 else "warning", "device", "host-syncs-in-loop",
+                       f"{reads} host reads of tensor values per step (each a device sync on a GPU)",
+                       {"host_reads_per_step": reads},
+                       "keep metrics on the device (torch ops, bincount) and read them every N steps")
+    if reads:
+        return Finding("info", "device", "host-syncs-in-loop", f"{reads} host read(s) per step",
+                       {"host_reads_per_step": reads}, "fine on a CPU; on a GPU, read metrics every N steps")
+
+
+def batch_too_small(m, x):
+    size = m.get("batch_size")
+    if size is not None and size < 16 and m["steps"] >= 3:
+        return Finding("critical" if size < 8 else "warning", "device", "batch-too-small", f"{size} samples per training step",
+                       {"batch_size": size, "step_ms": 1e3 * m["step_s"]},
+                       "use batches large enough to keep the device busy, and scale the learning rate with them")
+
+
+def graph_kept_alive(m, x):
+    """Graphs of earlier steps kept alive: with their saved tensors (retain_graph, or no backward:
+    memory grows by a step's activations) - critical; or only their nodes, after backward freed the
+    saved tensors (a list of loss tensors, total += loss: a slow leak) - a warning. What keeps them
+    is told apart by weak references to the losses themselves."""
+    growth, alive = m["saved_growth_per_step"], m.get("graphs_alive_after_step") or []
+    nodes = m.get("graph_nodes_alive_after_step") or []
+    heavy = growth > GRAPH_GROWTH_BYTES or graphs_pile_up(m)
+    if heavy or graphs_pile_up(m, "graph_nodes_alive_after_step"):
+        losses_alive = (m.get("losses_alive_after_step") or [0])[-1]
+        steps = len(nodes) or len(alive)
+        kept = max(alive[-1] if alive else 0, nodes[-1] if nodes else 0)
+        held_by = (f"the loss tensors of {losses_alive} earlier steps are still referenced (a list or dict of losses)"
+                   if losses_alive >= GRAPHS_ALIVE else
+                   "no earlier loss tensor is referenced: a running sum or other tensor built from them holds the graphs")
+        what = ("with their saved activations" if heavy else
+                "(their nodes; backward() freed the saved activations, so memory grows slowly)")
+        return Finding("critical" if heavy else "warning", "device", "graph-kept-alive",
+                       f"the autograd graphs of {kept} earlier steps are still alive after step {steps} {what}; "
+                       f"{held_by}",
+                       {"graphs_alive_after_step": kept, "steps_checked": steps,
+                        "loss_tensors_alive": losses_alive, "growth_bytes_per_step": growth,
+                        "held_bytes_last_step": m["saved_bytes_after_step"][-1]},
+                       "accumulate metrics with loss.item() or loss.detach(), keep no loss/output tensors across "
+                       "steps, and drop retain_graph=True")
+
+
+RULES = [data_loader_starves, host_syncs, batch_too_small, graph_kept_alive]

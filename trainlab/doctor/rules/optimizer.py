@@ -1,0 +1,155 @@
+"""The optimizer rules: what it holds and steps, zeroed gradients, the learning rate and its schedule,
+weight decay, update sizes, clipping."""
+
+import math
+
+from trainlab.doctor import causes
+from trainlab.doctor.instruments.gradients import DETAIL_STEPS
+from trainlab.doctor.report import Finding
+from trainlab.doctor.rules.common import (CLIP_KEEPS_LITTLE, UPDATE_RATIO_HIGH, UPDATE_RATIO_LOW,
+                                          first_nonfinite_step, fp16_weights, not_learning)
+
+
+def params_not_in_optimizer(m, x):
+    missing, unused = m["params_not_optimized"], m["params_optimized_unused"]
+    if missing and m["optimizers"]:
+        return Finding("critical", "optimizer", "params-not-in-optimizer",
+                       f"{missing} parameter tensors used in the forward pass are in no optimizer",
+                       {"params_not_optimized": missing, "optimized_but_unused": unused},
+                       "build the optimizer over the parameters of the model you actually train, after creating it")
+
+
+def missing_zero_grad(m, x):
+    stale = m["stale_grads"]
+    if len(stale) >= 3 and sum(stale) >= len(stale) - 1 and m["backwards"] <= m["steps"] + 1:
+        return Finding("critical", "optimizer", "missing-zero-grad",
+                       "gradients from the previous step are still there when backward() runs",
+                       {"backwards_with_stale_grads": sum(stale), "checked": len(stale)},
+                       "call optimizer.zero_grad() once per step (unless you accumulate on purpose)")
+
+
+def zero_grad_before_step(m, x):
+    norms = m["grad_norms"][:DETAIL_STEPS]
+    elsewhere = m["params_not_optimized"]  # the forward pass uses parameters no optimizer holds: another cause
+    flow = m.get("gradient_flow") or {}
+    no_backward_grads = flow.get("backwards_checked") and flow["all_missing_backwards"] >= flow["backwards_checked"] - 1
+    if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere and not no_backward_grads:
+        return Finding("critical", "optimizer", "zero-grad-before-step",
+                       f"every gradient is zero when optimizer.step() runs ({len(norms)} steps checked)",
+                       {"grad_norm_at_step": 0.0, "steps_checked": len(norms)},
+                       "clear gradients before backward(), never between backward() and step()")
+
+
+def lr_collapses(m, x):
+    lrs = m["lr"]
+    if len(lrs) >= 20 and max(lrs) > 0 and lrs[-1] < 1e-3 * max(lrs):
+        drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < 1e-3 * max(lrs))
+        return Finding("critical", "optimizer", "lr-schedule-too-fast",
+                       f"the learning rate falls below 1/1000 of its peak by step {drop_step}",
+                       {"lr_peak": max(lrs), "lr_now": lrs[-1], "steps": len(lrs)},
+                       "plot the LR per step; an epoch-based scheduler must be stepped once per epoch")
+
+
+def lr_too_high(m, x):
+    step = first_nonfinite_step(m)
+    module_step = (m["first_nonfinite"] or {}).get("step")
+    finite = [v for v in m["losses"] if math.isfinite(v)]
+    grew = len(finite) >= 2 and max(finite) > 3 * finite[0]
+    if module_step and (step is None or module_step <= step) and grew and not fp16_weights(m):
+        evidence = {"first_nonfinite_module": m["first_nonfinite"]["module"], "first_nonfinite_step": module_step,
+                    "lr": m["lr"][0] if m["lr"] else None, "loss_first": finite[0], "loss_peak": max(finite)}
+        suggestion = "lower the learning rate (run an LR range test)"
+        if x.get("suggested_lr"):
+            suggestion += f"; the range test suggests about {x['suggested_lr']:.2g}"
+            evidence["suggested_lr"] = x["suggested_lr"]
+        return Finding("critical", "optimizer", "lr-too-high",
+                       f"the loss grows {max(finite) / finite[0]:.0f}x, then activations become non-finite "
+                       f"from finite inputs (step {module_step})", evidence, suggestion)
+
+
+def lr_far_above_range(m, x):
+    """A loss that does not fall, at a learning rate far above where the LR range test's loss falls."""
+    suggested, lr = x.get("suggested_lr"), m["lr"][0] if m["lr"] else None
+    if suggested and lr and m["finite"] and not_learning(m) and lr > 10 * suggested:
+        return Finding("critical", "optimizer", "lr-too-high",
+                       f"the loss does not fall at lr {lr:.3g}, {lr / suggested:.0f}x the LR range test's safe peak",
+                       {"lr": lr, "suggested_lr": suggested}, f"lower the learning rate to about {suggested:.2g}")
+
+
+def optimizer_never_steps(m, x):
+    if m["steps"] == 0 and m["backwards"] >= 10:
+        return Finding("critical", "optimizer", "missing-optimizer-step",
+                       f"backward() ran {m['backwards']} times but no optimizer ever stepped",
+                       {"backwards": m["backwards"], "optimizer_steps": 0},
+                       "call optimizer.step() after loss.backward()")
+
+
+WEIGHT_DECAY_MOST = causes.limit("weight-decay-too-high", "doctor")  # per optimizer type, "other" for the rest
+
+
+def weight_decay_too_high(m, x):
+    for o in m["optimizers"]:
+        shrink = o.get("lr", 0.0) * o.get("weight_decay", 0.0)
+        if o.get("weight_decay", 0.0) > WEIGHT_DECAY_MOST.get(o["type"], WEIGHT_DECAY_MOST["other"]):
+            return Finding("critical", "optimizer", "weight-decay-too-high",
+                           f"weight decay shrinks every weight by {shrink:.1%} per step",
+                           {"weight_decay": o["weight_decay"], "lr": o["lr"], "shrink_per_step": shrink},
+                           "use a weight decay in the usual range (1e-4..5e-4 for SGD, 0.01..0.1 for AdamW)")
+
+
+def update_sizes(m, x):
+    """|delta w| / |w| per weight tensor per step: tiny updates starve learning, huge ones wreck it."""
+    ratio, per_layer = m.get("update_ratio_median"), m.get("update_ratios") or {}
+    if ratio is None or not m["steps"]:
+        return None
+    smallest = min(per_layer, key=per_layer.get)
+    largest = max(per_layer, key=per_layer.get)
+    evidence = {"update_ratio_median": ratio, "smallest": f"{smallest} {per_layer[smallest]:.2g}",
+                "largest": f"{largest} {per_layer[largest]:.2g}", "steps_checked": m["update_ratio_steps"]}
+    title = f"each step changes the weights by {ratio:.2g} of their norm (median over {len(per_layer)} weight tensors)"
+    clipped = _clipping_keeps(m)
+    stuck = not_learning(m)
+    if missing_zero_grad(m, x) and m.get("update_ratio_first") is not None:
+        # gradients summed over steps inflate every later update: only the first step measures the LR
+        ratio = evidence["update_ratio_first_step"] = m["update_ratio_first"]
+        title += f"; {ratio:.2g} on the first step, before the gradients left un-zeroed pile up"
+    if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
+        lr = m["lr"][0] if m["lr"] else None
+        evidence["lr"] = lr
+        return Finding("critical", "optimizer", "lr-too-low", title + "; healthy training sits near 1e-3",
+                       evidence, "raise the learning rate (an LR range test shows where the loss starts to fall)")
+    if ratio > UPDATE_RATIO_HIGH and stuck:
+        return Finding("critical", "optimizer", "lr-too-high", title + "; healthy training sits near 1e-3",
+                       evidence, "lower the learning rate (an LR range test shows where the loss diverges)")
+    return Finding("info", "optimizer", "update-sizes", title, evidence, "")
+
+
+def _clipping_keeps(m):
+    """Median share of the gradient's norm the script's clipping keeps (None: no clipping seen)."""
+    ratios = sorted(m.get("clip_ratios") or [])
+    return ratios[len(ratios) // 2] if ratios else None
+
+
+def clipping_too_tight(m, x):
+    keeps = _clipping_keeps(m)
+    norms = [g for g in m["grad_norms"][:DETAIL_STEPS] if g > 0 and math.isfinite(g)]
+    pinned = len(norms) >= 4 and (max(norms) - min(norms)) <= 1e-3 * max(norms)
+    if keeps is None and not pinned:
+        return None
+    evidence = {"norm_kept": keeps, "grad_norm_at_step": norms[-1] if norms else None, "norm_pinned": pinned}
+    if keeps is not None and keeps < CLIP_KEEPS_LITTLE and not_learning(m):
+        return Finding("critical", "optimizer", "clipping-too-tight",
+                       f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step "
+                       f"(to {norms[-1] if norms else 0:.2g})", evidence,
+                       "clip at a norm the healthy gradients rarely exceed (log the norm before clipping; 1.0 is usual)")
+    if pinned and keeps is None and not_learning(m):
+        return Finding("warning", "optimizer", "clipping-too-tight",
+                       f"the gradient norm at every step is pinned at {norms[-1]:.3g}: something rescales it "
+                       "(hand-written clipping?)", evidence, "log the gradient norm before and after any rescaling")
+    if keeps is not None:
+        return Finding("info", "optimizer", "gradient-clipping",
+                       f"gradient clipping keeps {keeps:.0%} of the gradient's norm at the median step", evidence, "")
+
+
+RULES = [params_not_in_optimizer, missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high,
+         lr_far_above_range, optimizer_never_steps, weight_decay_too_high, update_sizes, clipping_too_tight]

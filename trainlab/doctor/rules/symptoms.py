@@ -1,0 +1,41 @@
+"""The symptoms an engineer would report, read from the measurements: nan, no-convergence, slow, memory."""
+
+from trainlab.doctor.rules.common import (DATA_WAIT_SHARE, GRAPH_GROWTH_BYTES, HOST_READS_PER_STEP, NAN,
+                                          first_nonfinite_step, graphs_pile_up, not_learning)
+
+
+def symptoms(m, x):
+    found = []
+    if not m["finite"]:
+        found.append(NAN)
+    elif not_learning(m):
+        found.append("no-convergence")
+    if m["data_wait_share"] > DATA_WAIT_SHARE or m["host_reads_per_step"] > HOST_READS_PER_STEP:
+        found.append("slow")
+    if m["saved_growth_per_step"] > GRAPH_GROWTH_BYTES or graphs_pile_up(m):
+        found.append("memory")
+    return found
+
+
+def symptom_evidence(m, found):
+    """{symptom: the numbers behind it}, for the report's first lines."""
+    notes, c = {}, m.get("convergence") or {}
+    if "no-convergence" in found and "first_window_loss" in c:
+        text = (f"over {c['steps']} steps the loss went {c['first_window_loss']:.3f} -> {c['last_window_loss']:.3f} "
+                f"(medians of the first and last {c['window']}), trend {c['slope_per_100_steps']:+.3f} per 100 steps, "
+                f"noise {c['noise']:.3f}")
+        if "last_window_batch_acc" in c:
+            text += (f"; batch accuracy {c['last_window_batch_acc']:.1%} against chance {c['chance']:.1%} "
+                     "(always guessing the commonest class of the captured batches)")
+        notes["no-convergence"] = text
+    if NAN in found:
+        step = first_nonfinite_step(m)
+        notes[NAN] = f"the loss is non-finite from step {step}" if step else "a non-finite loss"
+    if "slow" in found:
+        notes["slow"] = (f"{1e3 * m['step_s']:.0f} ms per step, {m['data_wait_share']:.0%} waiting for data, "
+                         f"{m['host_reads_per_step']} host reads per step")
+    if "memory" in found:
+        alive = (m.get("graphs_alive_after_step") or [0])[-1]
+        notes["memory"] = (f"graph memory grows {m['saved_growth_per_step'] / 1e6:.1f} MB per step; graphs of {alive} "
+                           "earlier steps still alive")
+    return notes

@@ -98,6 +98,11 @@ class Probe:
     saved = property(lambda self: self.graphs.saved)
     reading_internally = property(lambda self: self._internal > 0)
 
+    def subscribe(self, event, listener):
+        """Call listener with the event's arguments, after the instruments: how a caller observes the run
+        through the probe's hooks instead of installing its own (the FSDP lab's check does)."""
+        self._listeners[event].append(listener)
+
     def request_stop(self):
         """End the run where the next step would begin."""
         self._done = True
@@ -146,7 +151,8 @@ class Probe:
             try:
                 listen(*args)
             except Exception as exc:  # noqa: BLE001 - a measurement lost, never the script's run
-                where = f"{type(listen.__self__).__name__}.{event}"
+                owner = getattr(listen, "__self__", None)
+                where = f"{type(owner).__name__ if owner is not None else listen.__qualname__}.{event}"
                 if where not in self.instrument_errors:
                     self.instrument_errors[where] = repr(exc)
                     print(f"trainlab doctor: {where} failed: {exc!r} (the run goes on without it)", file=sys.stderr)

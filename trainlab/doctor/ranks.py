@@ -185,7 +185,7 @@ class RankProbe:
             "backward_s": list(probe.clock.backward_time) if probe else [],
             "batches": [_digest(b) for b in probe.captured.batches] if probe else [],
             "replicas": self.replicas, "saves": self.saves,
-            "model": _model_layout(root, probe) if root is not None else None,
+            "model": model_layout(root, probe.optimizers) if root is not None else None,
         }
 
     def write(self, report):
@@ -229,19 +229,27 @@ def _digests(named):
     return {name: _digest(t) for name, t in named if t.is_floating_point() or t.dtype == torch.long}
 
 
-def _model_layout(root, probe):
-    """The FSDP units in the model, its repeated blocks, and whether the optimizer steps the model's
-    own parameters (FSDP2 swaps them for DTensors: an optimizer built before holds the old ones)."""
+def model_layout(root, optimizers):
+    """The FSDP units in the model, its repeated blocks, and whether the optimizers step the model's
+    own parameters (FSDP2 swaps them for DTensors: an optimizer built before holds the old ones).
+    Modules one fully_shard call shards together are one unit (one all-gather), named by the first.
+    Also read by the FSDP lab's check (`trainlab.fsdp.labcheck`)."""
     from torch.distributed.fsdp import FSDPModule
 
-    units = [name or "<root>" for name, m in root.named_modules()
-             if isinstance(m, FSDPModule) or type(m).__name__ == "FullyShardedDataParallel"]
+    units, states = [], set()
+    for name, m in root.named_modules():
+        if isinstance(m, FSDPModule) or type(m).__name__ == "FullyShardedDataParallel":
+            state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else m
+            if id(state) not in states:
+                states.add(id(state))
+                units.append(name or "<root>")
     blocks = [name for name, m in root.named_modules()
               if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and len(m) >= 2
               and len({type(c) for c in m}) == 1 and any(True for _ in m[0].parameters())]
     params = {id(p) for p in root.parameters()}
-    held = [p for o in probe.optimizers for g in o.param_groups for p in g["params"]]
+    held = [p for o in optimizers for g in o.param_groups for p in g["params"]]
     return {"type": type(root).__name__, "sharded": is_sharded(root), "fsdp_units": units,
             "repeated_blocks": {name: len(root.get_submodule(name)) for name in blocks},
             "params": len(params), "dtensors": sum(is_dtensor(p) for p in root.parameters()),
-            "optimizer_tensors": len(held), "optimizer_holds_model_params": any(id(p) in params for p in held)}
+            "optimizer_tensors": len(held), "optimizer_dtensors": sum(is_dtensor(p) for p in held),
+            "optimizer_holds_model_params": any(id(p) in params for p in held)}

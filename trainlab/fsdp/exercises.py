@@ -272,8 +272,8 @@ def _units(m):
     units = m["observed"]["units"]
     if units and len(units) < DEPTH + 1:
         return Verdict(f"{LAB}: root-only-wrap", "incorrect",
-                       f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} (fully_shard calls, wrapping "
-                       f"{', '.join(map(str, units))} module{'s' if sum(units) > 1 else ''}) for a model of {DEPTH} blocks")
+                       f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} ({', '.join(units)}) for a model of "
+                       f"{DEPTH} blocks")
     return None
 
 

@@ -21,8 +21,10 @@ import time
 import tomllib
 from pathlib import Path
 
+from benchmarks.common import machine, write_result
 from benchmarks.doctor_external import CORPUS, diagnose
 from trainlab import drill, labs
+from trainlab.device import resolve_device
 from trainlab.doctor.examine import diagnose_here
 
 DRILLS = 30
@@ -85,6 +87,11 @@ def main(argv=None):
             before = {k: v for k, v in before.items() if k in now}
         diff = differences(before, now)
         print("\n".join(diff) or f"identical: {len(now)} reports")
+        changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        write_result("doctor_oracle", {"benchmark": "doctor_oracle", "machine": machine(resolve_device("cpu")),
+                                       "compared_with": str(args.compare), "reports": len(now),
+                                       "identical": len(now) - len(changed), "wall_s": round(time.perf_counter() - start),
+                                       "differences": {k: {"before": before.get(k), "after": now.get(k)} for k in changed}})
         return 1 if diff else 0
     return 0
 

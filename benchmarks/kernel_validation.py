@@ -8,12 +8,12 @@ Writes results/kernel_validation.json.
 """
 
 from benchmarks.common import kernel_device, machine, table, write_result
-from trainlab.kernels import autotune, memory, parity, triton_env
+from trainlab.kernels import autotune, parity, peak_memory, triton_env
 
 
 def main(argv=None):
     device = kernel_device(argv, __doc__.splitlines()[0])
-    mem = memory.compare(device)
+    mem = peak_memory.compare(device)
     print(table([{"kernel": r["kernel"], "case": r["what"], "eager MiB": f"{r['eager_bytes'] / 2**20:.1f}",
                   "fused MiB": f"{r['fused_bytes'] / 2**20:.1f}", "scale MiB": f"{r['scale_bytes'] / 2**20:.0f}"}
                  for r in mem], ["kernel", "case", "eager MiB", "fused MiB", "scale MiB"]))

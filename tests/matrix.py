@@ -82,3 +82,25 @@ def assert_expected(entry, verdict):
             f"wrong fix {entry.name!r}: {entry.reason!r} not in {verdict.message!r}"
     else:
         assert verdict.passed, f"correct alternative {entry.name!r} was judged: {verdict}"
+
+
+def lab_requests(exercises, mode, in_sample=lambda name: True):
+    """What a module's lab tests judge in one measuring child (`judge_together`): each exercise's shipped
+    script and solution (in `make test` when in_sample(name), else in the rest) and the corpus entries
+    this mode covers, as (exercise, variant, source)."""
+    from trainlab import labs
+
+    requests = []
+    for exercise in exercises:
+        if mode == "full" or (mode == "sample") == in_sample(exercise.name):
+            requests += [(exercise, "shipped", exercise.shipped()),
+                         (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
+        requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in selected(exercise, mode)]
+    return requests
+
+
+def report_of(judged, name, variant):
+    """(Verdict, the measured report) of one judged variant, which must have run to its end."""
+    verdict, report = judged[name][variant]
+    assert report["status"] == "ok", f"{name}/{variant}: {report.get('error')}\n{report.get('traceback', '')}"
+    return verdict, report

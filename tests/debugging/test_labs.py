@@ -25,20 +25,11 @@ NAMES = [e.name for e in EXERCISES]
 def judged(request):
     """{lab: {variant: (Verdict, report)}} for the shipped script, the solution and the corpus sample
     (of the labs in make test's sample; the rest judges the others)."""
-    mode = request.config.getoption("matrix")
-    requests = []
-    for exercise in EXERCISES:
-        if mode == "full" or (mode == "sample") == matrix.lab_in_sample(exercise.name):
-            requests += [(exercise, "shipped", exercise.shipped()),
-                         (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
-        requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in matrix.selected(exercise, mode)]
-    return judge_together(requests)
+    return judge_together(matrix.lab_requests(EXERCISES, request.config.getoption("matrix"), matrix.lab_in_sample))
 
 
 def run_of(judged, name, variant):
-    verdict, report = judged[name][variant]
-    assert report["status"] == "ok", f"{name}/{variant}: {report.get('error')}\n{report.get('traceback', '')}"
-    return report
+    return matrix.report_of(judged, name, variant)[1]
 
 
 def test_the_labs_cover_every_symptom_and_category():

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from trainlab.doctor import experiments
+from trainlab.doctor import quick_experiments
 from trainlab.doctor.__main__ import main
 from trainlab.doctor.examine import diagnose_here
 from trainlab.doctor.report import SEVERITIES
@@ -182,20 +182,20 @@ LRS = [10 ** (-6 + 6 * i / 99) for i in range(100)]  # 1e-6 .. 1, as the LR rang
 
 def test_lr_suggestion_on_a_flat_then_exploding_curve_is_below_the_blow_up():
     losses = curve(LRS, lambda e: 2.3 if e < -2 else 2.3 * 10 ** (2 * (e + 2)))  # flat to 1e-2, then explodes
-    s = experiments.lr_suggestion(LRS, losses)
+    s = quick_experiments.lr_suggestion(LRS, losses)
     assert s["divergence_lr"] and 1e-2 < s["divergence_lr"] < 0.05
-    assert s["lr"] == pytest.approx(s["divergence_lr"] / experiments.BELOW_DIVERGENCE) and "flat" in s["rule"]
+    assert s["lr"] == pytest.approx(s["divergence_lr"] / quick_experiments.BELOW_DIVERGENCE) and "flat" in s["rule"]
     assert s["smoothing"] and s["range"] == [LRS[0], LRS[-1]]
 
 
 def test_lr_suggestion_on_a_falling_curve_is_on_the_descent_not_the_flat_start():
     losses = curve(LRS, lambda e: 2.3 - 1.5 / (1 + math.exp(-3 * (e + 3))) + (0 if e < -1 else 20 * (e + 1) ** 2))
-    s = experiments.lr_suggestion(LRS, losses)
+    s = quick_experiments.lr_suggestion(LRS, losses)
     assert 1e-4 < s["lr"] < 1e-2, s  # the descent is centred at 1e-3; the flat start is below 1e-4
 
 
 def test_lr_suggestion_declines_a_curve_too_flat_to_read():
-    s = experiments.lr_suggestion(LRS, [2.3 + 0.001 * (i % 3) for i in range(len(LRS))])
+    s = quick_experiments.lr_suggestion(LRS, [2.3 + 0.001 * (i % 3) for i in range(len(LRS))])
     assert s["lr"] is None and "too flat" in s["rule"]
 
 

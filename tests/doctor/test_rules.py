@@ -4,7 +4,7 @@ and decides in microseconds, so its edges are tested here rather than through 60
 import math
 
 from trainlab.doctor import rules, trend
-from trainlab.doctor.rules import data, model, optimizer
+from trainlab.doctor.rules import data, device, loss, model, optimizer, precision
 
 
 def test_inputs_far_from_unit_scale_are_named_and_normalised_ones_are_not():
@@ -29,6 +29,63 @@ def test_weight_decay_is_judged_per_optimizer_type():
     assert optimizer.weight_decay_too_high(m("AdamW", 0.05), {}) is None
     assert optimizer.weight_decay_too_high(m("AdamW", 2.0), {}).evidence["shrink_per_step"] == 0.2
     assert optimizer.weight_decay_too_high(m("Adagrad", 0.2), {}).cause == "weight-decay-too-high"  # "other": 0.1
+
+
+def test_batch_contents_tell_one_class_per_batch_and_one_batch_again_from_chance():
+    sorted_data = {"single_class_batches": 8, "batches_with_targets": 10, "single_class_by_chance": 1e-9}
+    assert data.batches_of_one_class(sorted_data, {}).cause == "batches-of-one-class"
+    tiny_batches = {**sorted_data, "single_class_by_chance": 0.1}  # batches of 2: one class by chance alone
+    assert data.batches_of_one_class(tiny_batches, {}) is None
+    assert data.same_batch_every_step({"batches_seen": 8, "distinct_batches": 1}, {}).cause == "same-batch-every-step"
+    assert data.same_batch_every_step({"batches_seen": 8, "distinct_batches": 8}, {}) is None
+
+
+def test_labels_that_no_probe_can_read_are_misaligned_unless_one_batch_repeats():
+    x = {"labels": {"samples": 512, "accuracy": 0.1, "chance": 0.1, "stderr": 0.013}}
+    assert data.labels_misaligned({"batches_seen": 8, "distinct_batches": 8}, x).cause == "labels-misaligned"
+    assert data.labels_misaligned({"batches_seen": 8, "distinct_batches": 1}, x) is None  # same-batch explains it
+    x["labels"]["accuracy"] = 0.3
+    assert data.labels_misaligned({"batches_seen": 8, "distinct_batches": 8}, x) is None
+
+
+def test_the_loss_rules_read_probabilities_and_a_loss_non_finite_from_finite_outputs():
+    assert loss.probabilities_into_loss({"probabilities_into_loss": 3}, {}).cause == "softmax-before-cross-entropy"
+    assert loss.probabilities_into_loss({"probabilities_into_loss": 0}, {}) is None
+    nan_loss = {"losses": [2.3, 2.2, float("nan")], "first_nonfinite": None, "root_finite": [True, True, True]}
+    assert loss.unstable_loss(nan_loss, {}).evidence["first_nonfinite_loss_step"] == 3
+    from_a_layer = {**nan_loss, "first_nonfinite": {"step": 2}, "root_finite": [True, False, False]}
+    assert loss.unstable_loss(from_a_layer, {}) is None  # a layer made the NaN first: not the loss's
+
+
+def test_the_optimizer_rules_read_steps_and_the_schedule():
+    assert optimizer.optimizer_never_steps({"steps": 0, "backwards": 12}, {}).cause == "missing-optimizer-step"
+    assert optimizer.optimizer_never_steps({"steps": 12, "backwards": 12}, {}) is None
+    collapsing = {"lr": [0.1] * 5 + [1e-5] * 20}
+    assert optimizer.lr_collapses(collapsing, {}).evidence == {"lr_peak": 0.1, "lr_now": 1e-5, "steps": 25}
+    assert optimizer.lr_collapses({"lr": [0.1 * 0.99 ** i for i in range(25)]}, {}) is None
+
+
+def test_the_precision_rules_read_the_optimizers_dtypes_and_the_layers_outputs():
+    fp16 = {"optimizers": [{"param_dtypes": ["torch.float16"], "eps": 1e-8}], "finite": False}
+    assert precision.fp16_master_weights(fp16, {}).severity == "critical"
+    bf16 = {"optimizers": [{"param_dtypes": ["torch.bfloat16"]}], "finite": False}
+    assert precision.fp16_master_weights(bf16, {}) is None  # bfloat16 has its own rule
+    assert precision.float64_compute({"output_dtypes": {"torch.float64": 3, "torch.float32": 1}}, {}).evidence == \
+        {"float64_outputs": 3}
+    assert precision.float64_compute({"output_dtypes": {"torch.float32": 4}}, {}) is None
+
+
+def test_the_device_rules_read_time_waiting_host_reads_and_batch_size():
+    timing = {"step_s": 0.1, "time_split": {"data": 0.06, "sync": 0.0, "compute": 0.03, "other": 0.01}}
+    starving = {**timing, "data_wait_share": 0.6, "sample_fetches_per_step": 0}
+    assert device.data_loader_starves(starving, {}).severity == "critical"
+    assert device.data_loader_starves({**starving, "data_wait_share": 0.1}, {}) is None
+    per_sample = {**timing, "data_wait_share": 0.1, "sample_fetches_per_step": 64}  # 940 us a sample, in Python
+    assert device.data_loader_starves(per_sample, {}).cause == "data-loader-starves"
+    assert device.host_syncs({"host_reads_per_step": 100}, {}).severity == "critical"
+    assert device.host_syncs({"host_reads_per_step": 2}, {}).severity == "info"
+    assert device.batch_too_small({"batch_size": 4, "steps": 10, "step_s": 0.01}, {}).severity == "critical"
+    assert device.batch_too_small({"batch_size": 64, "steps": 10, "step_s": 0.01}, {}) is None
 
 
 def test_trend_tells_a_falling_loss_from_noise_around_a_level():

@@ -7,7 +7,7 @@ one child process, each solution once."""
 import pytest
 
 from tests import matrix
-from trainlab import checks, labs
+from trainlab import checks
 from trainlab.checks.core import Incorrect
 from trainlab.checks.lab import judge_together
 
@@ -18,20 +18,10 @@ NAMES = ["memory/prec_1", "memory/prec_2"]
 
 @pytest.fixture(scope="module")
 def judged(request):
-    mode = request.config.getoption("matrix")
-    requests = []
-    for exercise in map(checks.get, NAMES):
-        if mode != "rest":
-            requests += [(exercise, "shipped", exercise.shipped()),
-                         (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
-        requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in matrix.selected(exercise, mode)]
-    return judge_together(requests)
+    return judge_together(matrix.lab_requests(map(checks.get, NAMES), request.config.getoption("matrix")))
 
 
-def report_of(judged, name, variant):
-    verdict, report = judged[name][variant]
-    assert report["status"] == "ok", f"{name}/{variant}: {report.get('error')}\n{report.get('traceback', '')}"
-    return verdict, report
+report_of = matrix.report_of
 
 
 def test_bf16_weights_lose_updates_that_fp32_master_weights_keep(judged):

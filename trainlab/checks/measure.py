@@ -39,7 +39,7 @@ import torch
 
 from trainlab import atomic, paths, runner
 from trainlab.display import working
-from trainlab.doctor import experiments
+from trainlab.doctor import quick_experiments
 from trainlab.doctor.execute import execute
 from trainlab.doctor.probe import Probe
 
@@ -222,7 +222,7 @@ def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=Fals
     if report["status"] == "ok":
         with probe.internal():
             report["tensors"] = small_tensors(namespace)
-            report["label_test"] = experiments.label_test(probe.captured)
+            report["label_test"] = quick_experiments.label_test(probe.captured)
             try:
                 report["accuracy"] = held_out_accuracy(namespace)
             except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal

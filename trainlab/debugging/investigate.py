@@ -18,7 +18,7 @@ from pathlib import Path
 
 from trainlab import doctor, labs
 from trainlab.checks import help_record
-from trainlab.doctor import experiments, trend
+from trainlab.doctor import quick_experiments, trend
 from trainlab.display import say, table, working
 
 STEPS = 60  # optimizer steps of the instrumented run: enough for every experiment below (notebooks
@@ -157,13 +157,13 @@ def _lr_per_step(m):
 
 
 def _lr_range(m):
-    """The range test read the way notebook 01 reads it (experiments.lr_suggestion): where the smoothed
+    """The range test read the way notebook 01 reads it (quick_experiments.lr_suggestion): where the smoothed
     loss falls, where it diverges, and a suggestion only when the loss fell at some rate."""
     r = m.get("lr_range")
     if not r:
         return None
     script_lr = f"the script uses {_f(m['lr'][0], '.3g')}" if m.get("lr") else "the script's rate is unknown"
-    read = experiments.lr_suggestion(r["lr"], r["loss"])
+    read = quick_experiments.lr_suggestion(r["lr"], r["loss"])
     diverges = (f"diverges from lr ≈ {read['divergence_lr']:.2g}" if read["divergence_lr"]
                 else f"does not diverge up to lr {r['lr'][-1]:.2g}")
     if read.get("drop") is not None and read["rule"].startswith(("steepest", "a tenth")):

@@ -41,10 +41,10 @@ def plot_layer_stats(grads, activations, title=""):
 
 
 def plot_lr_range(lrs, losses, suggested=None, title="LR range test", divergence=None):
-    """The raw losses, the smoothed curve the reading is taken from (experiments.lr_suggestion), where it
+    """The raw losses, the smoothed curve the reading is taken from (quick_experiments.lr_suggestion), where it
     diverges and the suggestion; the y axis stops a little above the start so a blow-up at the end does
     not flatten the part that matters."""
-    from trainlab.doctor.experiments import smoothed
+    from trainlab.doctor.quick_experiments import smoothed
 
     fig, ax = plt.subplots(figsize=(6, 3.4))
     raw = [v if math.isfinite(v) else np.nan for v in losses]

@@ -9,7 +9,7 @@ applies the checklist:
 - `examine.py`: one script in this process: run it, measure, run the quick experiments, rank;
 - `execute.py`: the one way a script file or source text runs under the probe (the checks use it too);
 - `probe.py`: global hooks for the run, sending events to the instruments (`instruments/`, one per file);
-- `experiments.py`: the quick experiments on a copy of the model (overfit, control run, LR range, label test);
+- `quick_experiments.py`: the quick experiments on a copy of the model (overfit, control run, LR range, label test);
 - `trend.py`: is the run learning, decided from the run itself;
 - `rules/`: the checklist's rules, from measurements to findings, one file per category;
 - `causes.py`: the registry: every cause declared once (the diagnosis menu, the checks, the drills read it);

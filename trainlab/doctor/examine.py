@@ -11,7 +11,7 @@ import traceback
 
 import torch
 
-from trainlab.doctor import experiments, rules, trend
+from trainlab.doctor import quick_experiments, rules, trend
 from trainlab.doctor.execute import execute
 from trainlab.doctor.probe import Probe, is_sharded, wrapped_module
 from trainlab.doctor.report import Finding, Report, rank
@@ -36,7 +36,7 @@ def _crash(exc, script):
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
 
 
-# training steps each experiment takes on a copy of the model (their defaults in experiments.py)
+# training steps each experiment takes on a copy of the model (their defaults in quick_experiments.py)
 EXPERIMENT_STEPS = {"overfit one batch": 50, "control run": 66, "LR range test": 60}
 
 
@@ -48,7 +48,7 @@ def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     on this machine (a half-precision CNN on a CPU) gets the report's other findings within the
     limit, and the experiments it skipped named."""
     found, captured = {}, probe.captured
-    labels = experiments.label_test(captured)
+    labels = quick_experiments.label_test(captured)
     if labels:
         found["labels"] = labels
     model, state, batches = captured.root, captured.init_state, captured.batches
@@ -77,16 +77,16 @@ def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
 
     try:
         if wanted and not everything:
-            step_s = experiments.seconds_per_step(model, state, batches[0], targets[0])
+            step_s = quick_experiments.seconds_per_step(model, state, batches[0], targets[0])
             left -= 2 * step_s
         if (everything or not_learning) and affordable("overfit one batch"):
-            found["overfit"] = experiments.overfit_one_batch(model, state, batches[0], targets[0])
+            found["overfit"] = quick_experiments.overfit_one_batch(model, state, batches[0], targets[0])
         if (everything or not_learning) and len(batches) >= 5 and affordable("control run"):
-            found["control"] = experiments.control_run(model, state, batches, targets)
+            found["control"] = quick_experiments.control_run(model, state, batches, targets)
         if wanted and affordable("LR range test"):
-            lrs, losses = experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
+            lrs, losses = quick_experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
-            found["lr_suggestion"] = experiments.lr_suggestion(lrs, losses)
+            found["lr_suggestion"] = quick_experiments.lr_suggestion(lrs, losses)
             found["suggested_lr"] = found["lr_suggestion"]["lr"]
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
         found["experiment_error"] = f"{type(exc).__name__}: {exc}"

@@ -7,7 +7,7 @@ Three readings, each with its numbers:
   deviation of the residuals around the trend);
 - the batch accuracy of the last window against chance (the commonest class's share in the
   captured targets) with its standard error;
-- the control run (experiments.control_run), when the examiner ran one.
+- the control run (quick_experiments.control_run), when the examiner ran one.
 """
 
 import math

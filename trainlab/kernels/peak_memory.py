@@ -5,7 +5,7 @@ cross-entropy keeps one log-sum-exp per row where eager keeps the whole log-soft
 backward; the fused chain saves only its input where eager saves every intermediate; the fused
 AdamW updates in place where eager's foreach ops allocate temporaries per tensor.
 
-    rows = memory.compare(device="cpu")
+    rows = peak_memory.compare(device="cpu")
 
 Peak bytes allocated above what was live before the call (`trainlab.peaks`).
 Gradients are dropped at the end of each call, so every call starts from the same live set.

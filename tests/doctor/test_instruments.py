@@ -1,0 +1,149 @@
+"""Each of the probe's instruments (`trainlab.doctor.instruments`) on a few steps of a tiny model, in
+milliseconds: what it measures, measured where it happens."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainlab.doctor.probe import Probe, StopTraining
+
+
+def tiny(seed=0, relu=False, dtype=torch.float32):
+    torch.manual_seed(seed)
+    layers = [nn.Linear(8, 16), nn.ReLU() if relu else nn.Tanh(), nn.Linear(16, 4)]
+    return nn.Sequential(*layers).to(dtype)
+
+
+def batches(n, seed=1, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(32, 8, generator=g).to(dtype), torch.randint(0, 4, (32,), generator=g)) for _ in range(n)]
+
+
+def train(model, data, optimizer=None, zero_grad=True, read=0, lr=0.1):
+    optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=lr)
+    try:
+        for x, y in data:
+            if zero_grad:
+                optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            for _ in range(read):
+                loss.item()  # a host read (a device sync on a GPU)
+    except StopTraining:
+        pass
+    return optimizer
+
+
+def probed(model, data, **kwargs):
+    probe_options = {k: kwargs.pop(k) for k in ("max_steps", "stop_after_nonfinite") if k in kwargs}
+    with Probe(**{"max_steps": 100, **probe_options}) as probe:
+        train(model, data, **kwargs)
+    return probe, probe.summary()
+
+
+def test_clock_counts_the_scripts_host_reads_per_step_and_not_the_probes_own():
+    _, m = probed(tiny(), batches(6), read=3)
+    assert m["host_reads_per_step"] == 3 and m["host_reads_max"] == 3
+    assert len(m["time_split"]) == 4 and m["step_s"] > 0
+
+
+def test_losses_keep_every_backwards_loss_and_stop_a_run_that_stays_non_finite():
+    probe, m = probed(tiny(), batches(5))
+    assert len(m["losses"]) == 5 and m["finite"] and len(m["batch_acc"]) == 5
+    nan_data = [(x * float("nan"), y) for x, y in batches(10)]
+    probe, m = probed(tiny(), nan_data, stop_after_nonfinite=3)
+    # the third non-finite loss ends the run: its own optimizer step does not run
+    assert len(m["losses"]) == 3 and probe.steps == 2 and all(math.isnan(v) for v in m["losses"])
+
+
+def test_losses_see_probabilities_handed_to_cross_entropy():
+    model = nn.Sequential(tiny(), nn.Softmax(dim=1))
+    _, m = probed(model, batches(3))
+    assert m["probabilities_into_loss"] == 3
+
+
+def test_captures_keep_the_model_its_first_state_and_the_batches_with_their_classes():
+    model = tiny()
+    first = {k: v.clone() for k, v in model.state_dict().items()}
+    probe, m = probed(model, batches(4))
+    assert probe.captured.root is model and len(probe.captured.batches) == 4 and len(probe.captured.targets) == 4
+    torch.testing.assert_close(probe.captured.init_state, first)  # before any step changed them
+    assert m["classes"] == 4 and 0.25 <= m["chance"] < 0.5 and m["batch_size"] == 32 and m["distinct_batches"] == 4
+
+
+def test_gradients_find_stale_gradients_and_a_parameter_cut_from_the_graph():
+    _, m = probed(tiny(), batches(4), zero_grad=False)
+    assert m["stale_grads"] == [True, True, True]  # every step after the first starts with gradients left over
+    _, m = probed(tiny(), batches(4))
+    assert m["stale_grads"] == [False, False, False] and m["gradient_flow"]["no_gradient"] == []
+
+    class Cut(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.b(self.a(x).detach())  # a gets no gradient
+
+    _, m = probed(Cut(), batches(3))
+    assert m["gradient_flow"]["no_gradient_modules"] == ["a"]
+
+
+def test_updates_record_learning_rates_update_sizes_and_parameters_no_optimizer_holds():
+    model = tiny()
+    optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)  # the last layer is never stepped
+    with Probe(max_steps=100) as probe:
+        train(model, batches(4), optimizer=optimizer)
+    m = probe.summary()
+    assert m["lr"] == [0.1] * 4 and m["optimizers"][0]["type"] == "SGD"
+    assert m["params_not_optimized"] == 2 and m["params_optimized_unused"] == 0
+    assert m["update_ratio_steps"] == 4 and 0 < m["update_ratio_median"] < 1
+
+
+def test_formats_see_updates_that_round_away_in_bfloat16_weights():
+    _, m = probed(tiny(dtype=torch.bfloat16), batches(4, dtype=torch.bfloat16), lr=1e-4)
+    assert m["lost_update_shares"] and min(m["lost_update_shares"]) > 0.5  # most pushed weights kept their value
+    _, m = probed(tiny(), batches(4), lr=1e-4)
+    assert max(m["lost_update_shares"]) < 0.05
+
+
+def test_forward_stats_see_dtypes_dead_units_and_the_first_module_to_make_nan():
+    model = tiny(relu=True)
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)  # every unit below zero: dead
+    _, m = probed(model, batches(3))
+    assert m["dead_relu"] == [1.0] and m["output_dtypes"] == {"torch.float32": 12}  # 3 layers and the model, 3 steps
+
+    class Blows(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(x) / 0.0 * 0.0  # finite in, NaN out
+
+    _, m = probed(Blows(), batches(2))
+    assert m["first_nonfinite"]["module"] == "Blows" and m["first_nonfinite"]["step"] == 1
+
+
+def test_loads_turn_compile_into_a_no_op_and_count_weight_loads():
+    model = tiny()
+    with Probe(max_steps=100) as probe:
+        compiled = torch.compile(model)
+        model.load_state_dict(tiny(seed=3).state_dict())
+        train(compiled, batches(2))
+    m = probe.summary()
+    assert compiled is model and m["compile_calls"] == 1 and m["weight_loads"] == 1
+    assert torch.compile is not None and probe.loads.loaded_params == {id(p) for p in model.parameters()}
+
+
+@pytest.mark.parametrize("name", ["backward", "item"])
+def test_every_patch_is_restored(name):
+    before = getattr(torch.Tensor, name)
+    with Probe():
+        assert getattr(torch.Tensor, name) is not before
+    assert getattr(torch.Tensor, name) is before

@@ -40,7 +40,7 @@ def _crash(exc, script):
 EXPERIMENT_STEPS = {"overfit one batch": 50, "control run": 66, "LR range test": 60}
 
 
-def quick_experiments(probe, measurements, everything=False, budget_s=60.0):
+def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     """The checklist's experiments that apply to what was captured (each a few seconds at most on
     the labs' models); everything=True runs each one whatever the symptoms (a learner's
     investigation) and whatever they cost. Otherwise each must fit, at the time a step of the
@@ -110,7 +110,7 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
                                          m["classes"])
     left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too
-    x = quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
+    x = run_quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
     found = rules.findings(m, x)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}

@@ -2,6 +2,8 @@
 names a cause - the doctor's findings, the checks, the drills' mutations, the labs, the menu, the
 docs - read against it. These iterate the registry, never source text."""
 
+import dataclasses
+
 import pytest
 
 from trainlab import labs
@@ -54,5 +56,5 @@ def test_limits_that_differ_are_named_on_both_sides_and_read_by_the_rule(monkeyp
     m = {"dead_relu": [0.96], "init_weight_std": {"w": 0.1}}
     assert model.dead_units(m, {}) is None  # 96% dead is under the doctor's 98%
     strict = {**causes.ALL["dead-units"].limits, "doctor": {"dead_share": 0.9}}
-    monkeypatch.setitem(causes.ALL, "dead-units", causes.Cause(**{**causes.ALL["dead-units"].__dict__, "limits": strict}))
+    monkeypatch.setitem(causes.ALL, "dead-units", dataclasses.replace(causes.ALL["dead-units"], limits=strict))
     assert model.dead_units(m, {}).cause == "dead-units"

@@ -14,7 +14,7 @@ A finding whose id is not here is refused when it is made (`report.Finding`). Qu
 a hypothesis tests, never how to fix it, so menus can show them before the learner asks for help.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # The checklist's order, also the order findings of one severity are ranked in (`report.rank`).
 CATEGORIES = ("distributed", "data", "model", "loss", "optimizer", "device", "precision", "run")
@@ -305,7 +305,7 @@ _LIMITS = {
     "zero-initialisation": {"doctor": {"constant_share": 0.5},  # at least half the weight tensors constant
                             "check": {"constant_tensors": 1}},  # any constant weight tensor
 }
-ALL = {cid: Cause(**{**c.__dict__, "limits": _LIMITS.get(cid, {})}) for cid, c in ALL.items()}
+ALL = {cid: replace(c, limits=_LIMITS.get(cid, {})) for cid, c in ALL.items()}
 CAUSES = {cid: c for cid, c in ALL.items() if c.question}  # the menu a learner states a diagnosis from
 
 

@@ -28,10 +28,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", nargs="*", help="exercise names (default: all)")
+    parser.add_argument("--entries", nargs="*", help="only corpus entries with these names (and each solution)")
+    parser.add_argument("--out", help="write the results under this name (default: corpus, for a whole run)")
     args = parser.parse_args(argv)
     exercises = [checks.get(n) for n in args.only] if args.only else list(checks.exercises.EXERCISES.values())
-    sources = {e.name: {"solution": labs.source(e.lab, fixed=True), **{x.name: x.edit.apply(e.lab) for x in e.corpus}}
-               for e in exercises}
+    chosen = (lambda x: x.name in args.entries) if args.entries else (lambda x: True)
+    if args.entries:
+        exercises = [e for e in exercises if any(chosen(x) for x in e.corpus)]
+    sources = {e.name: {"solution": labs.source(e.lab, fixed=True),
+                        **{x.name: x.edit.apply(e.lab) for x in e.corpus if chosen(x)}} for e in exercises}
     lab_exercises = [e for e in exercises if isinstance(e, LabExercise)]
     judged = judge_together([(e, n, s) for e in lab_exercises for n, s in sources[e.name].items()])
     verdicts = {name: {n: v for n, (v, _) in judged[name].items()} for name in judged}
@@ -40,12 +45,13 @@ def main(argv=None):
             verdicts[e.name] = e.verdicts(sources[e.name])
     rows, records = [], []
     for e in exercises:
-        wrong = [x for x in e.corpus if isinstance(x, WrongFix)]
+        corpus = [x for x in e.corpus if chosen(x)]
+        wrong = [x for x in corpus if isinstance(x, WrongFix)]
         kinds = Counter(x.kind for x in wrong)
-        good = [verdicts[e.name]["solution"].passed] + [expected(x, verdicts[e.name][x.name]) for x in e.corpus]
+        good = [verdicts[e.name]["solution"].passed] + [expected(x, verdicts[e.name][x.name]) for x in corpus]
         rows.append({"exercise": e.name, "wrong fixes": len(wrong), "by kind": ", ".join(f"{k} {n}" for k, n in
                                                                                          sorted(kinds.items())),
-                     "correct alternatives": len(e.corpus) - len(wrong), "as expected": f"{sum(good)}/{len(good)}"})
+                     "correct alternatives": len(corpus) - len(wrong), "as expected": f"{sum(good)}/{len(good)}"})
         records += [{"exercise": e.name, "entry": name, "kind": v.kind, "message": v.message,
                      "expected": v.passed if name == "solution" else expected(next(x for x in e.corpus if x.name == name), v)}
                     for name, v in verdicts[e.name].items()]
@@ -53,8 +59,8 @@ def main(argv=None):
     payload = {"benchmark": "corpus", "machine": machine(resolve_device(args.device)), "rows": rows,
                "verdicts": records, "all_as_expected": all(r["expected"] for r in records)}
     print(f"\nall {len(records)} verdicts as expected: {payload['all_as_expected']}")
-    if not args.only:
-        print("wrote", write_result("corpus", payload))
+    if args.out or not (args.only or args.entries):
+        print("wrote", write_result(args.out or "corpus", payload))
     return payload
 
 

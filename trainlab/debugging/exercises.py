@@ -19,6 +19,28 @@ DATA_WAIT = (data_wait_at_most(0.3),  # share of the step spent waiting for the 
              sample_fetches_at_most(32))  # samples fetched one by one per step: the same, counted
 HOST_READS = HostReadsAtMost(mean=8, most=16)  # device syncs per step
 STEP = "        optimizer.step()\n"
+LOOP = ("        for i in range(len(y)):\n"
+        "            label = int(y[i])\n"
+        "            seen[label] += 1\n"
+        "            hits[label] += int(pred[i] == y[i])\n"
+        "            top3_hits[label] += int(label in top3[i])\n"
+        "            class_loss[label] += float(per_sample[i])\n"
+        "            confidence[label] += float(probs[i, label])\n"
+        "            confusion[label, int(pred[i])] += 1\n")  # slow_2's per-sample statistics, as shipped
+
+
+def per_class(rows):
+    """slow_2's statistics class by class, `rows` selecting the class's samples (a Python expression of c)."""
+    return ("        for c in range(10):\n"
+            f"            rows = {rows}\n"
+            "            seen[c] += (y[rows] == c).sum()\n"
+            "            hits[c] += (pred[rows] == c).sum()\n"
+            "            top3_hits[c] += (top3[rows] == c).any(1).sum()\n"
+            "            class_loss[c] += per_sample.detach()[rows].sum()\n"
+            "            confidence[c] += probs[rows, c].sum()\n"
+            "            confusion[c] += torch.bincount(pred[rows], minlength=10)\n")
+
+
 
 
 def shipped(*pairs, then=()):
@@ -36,6 +58,21 @@ def raise_lr(factor=10):
         return lower_lr(text, 1 / factor)
     edit.__name__ = f"raise_lr({factor})"
     return edit
+
+
+def MASTERS(sync):  # noqa: N802 - reads as the pairs it returns
+    """nan_3's fp16 model with fp32 master copies in the optimizer, kept by hand: grads copied in, the
+    masters stepped, the model refreshed from them; sync=True also re-makes the masters from the fp16
+    model before each step (so every update is rounded through fp16)."""
+    resync = "            m.data.copy_(p.data)  # the masters follow the model\n" if sync else ""
+    return (("optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)",
+             "master = [p.detach().float().requires_grad_() for p in model.parameters()]  # fp32 master weights\n"
+             "optimizer = torch.optim.Adam(master, lr=1e-3)"),
+            ("        optimizer.zero_grad()\n", "        model.zero_grad()\n"),
+            ("        optimizer.step()\n", "        for m, p in zip(master, model.parameters()):\n" + resync
+             + "            m.grad = p.grad.float()\n        optimizer.step()\n"
+             "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
+             "                p.copy_(m)\n"))
 
 
 EXERCISES = [
@@ -61,6 +98,16 @@ EXERCISES = [
             CorrectAlternative("drop the lines that undo the loader's normalisation", shipped(
                 ('        x = x * std + mean  # back to pixel values, as the augmentation code expects\n'
                  "        x = x * 255\n", ""))),
+            # judged against the data's own statistics: a rescaling that only bounds the range is not normalisation
+            WrongFix("pixel values in [0, 1]", shipped(("        x = x * 255\n", "")), kind="partial",
+                     reason="the solution's input"),
+            WrongFix("divided by the batch's maximum", shipped(("        x = x * 255\n", "        x = x * 255\n        x = x / x.max()\n")),
+                     kind="partial", reason="the solution's input"),
+            WrongFix("centred on 0.5, not scaled", shipped(("        x = x * 255\n", "        x = x - 0.5\n")),
+                     kind="partial", reason="the solution's input"),
+            CorrectAlternative("each batch standardised by its own statistics", shipped(
+                ("        x = x * 255\n", "        x = (x - x.mean()) / x.std()\n"))),
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         )),
     LabExercise(
         "debugging/nc_1", mechanisms={"labels-misaligned": LabelsInformative()},
@@ -114,6 +161,21 @@ EXERCISES = [
                 ("nn.Softmax(dim=1))", "nn.LogSoftmax(dim=1))"), ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.NLLLoss()"))),
             CorrectAlternative("nll_loss of the log of the probabilities", shipped(
                 ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = lambda probs, y: nn.functional.nll_loss(torch.log(probs), y)"))),
+            # judged by the loss the script is meant to compute: its gradient with respect to the logits
+            WrongFix("mean squared error on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
+                     "loss_fn = lambda probs, y: 10 * nn.functional.mse_loss(probs, nn.functional.one_hot(y, 10).float())")),
+                     reason="gradient with respect to the logits"),
+            WrongFix("cross-entropy on sharpened probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
+                     "loss_fn = lambda probs, y: nn.functional.cross_entropy(10 * probs, y)")),
+                     reason="gradient with respect to the logits"),
+            WrongFix("multi-class hinge loss on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
+                     "loss_fn = nn.MultiMarginLoss(margin=0.1)")), reason="gradient with respect to the logits"),
+            CorrectAlternative("summed cross-entropy, the learning rate divided by the batch", fixed(
+                ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss(reduction=\"sum\")"),
+                ("lr=0.01,", "lr=0.01 / 64,"))),
+            CorrectAlternative("cross-entropy with label smoothing", fixed(
+                ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)"))),
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         )),
     LabExercise(
         "debugging/nc_2", mechanisms={"zero-initialisation": NoConstantWeights()},
@@ -190,6 +252,19 @@ EXERCISES = [
                  "torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2], gamma=0.1)"))),
             CorrectAlternative("stepped per batch, with step_size in batches", shipped(
                 ("step_size=2,", "step_size=2 * len(train_loader),"))),
+            # a value tuned to the check's training-set cap (75 batches an epoch) matches only at that size
+            WrongFix("per batch, step_size tuned to 150 batches", shipped(("step_size=2,", "step_size=150,")),
+                     kind="mask", reason="learning rate at step"),
+            WrongFix("per batch, milestones at 150 and 300 batches", shipped((
+                "torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)",
+                "torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[150, 300], gamma=0.1)")),
+                kind="mask", reason="learning rate at step"),
+            WrongFix("stepped every 75 batches", shipped(("        scheduler.step()\n", "        if (step + 1) % 75 == 0:\n"
+                                                          "            scheduler.step()\n")),
+                     kind="mask", reason="learning rate at step"),
+            CorrectAlternative("stepped at the last batch of each epoch", shipped((
+                "        scheduler.step()\n", "        if step == len(train_loader) - 1:\n            scheduler.step()\n"))),
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         )),
     LabExercise(
         "debugging/nc_7", mechanisms={"labels-misaligned": LabelsInformative(), "missing-zero-grad": FreshGradients()},
@@ -216,6 +291,11 @@ EXERCISES = [
             CorrectAlternative("gradients cleared after the step", fixed(
                 ("        optimizer.zero_grad()  # gradients accumulate across steps without it\n", ""),
                 (STEP, STEP + "        optimizer.zero_grad()\n"))),
+            # standard practice on top of a full fix: clipping at 1.0 may cut the norm, it masks nothing here
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
+            CorrectAlternative("gradients set to None by hand", fixed(
+                ("        optimizer.zero_grad()  # gradients accumulate across steps without it\n",
+                 "        for p in model.parameters():\n            p.grad = None\n"))),
         )),
     LabExercise(
         "debugging/nan_1", mechanisms={"lr-too-high": Learns()},
@@ -301,6 +381,22 @@ EXERCISES = [
                 ("make_model().half()", "make_model()"),
                 ("        logits = model(x.half())\n",
                  "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"))),
+            # judged by what master weights are for: the updates survive in the weights the optimizer steps
+            WrongFix("fp32 copies in the optimizer, re-made from the fp16 model every step", shipped(*MASTERS(sync=True)),
+                     reason="overwritten"),
+            WrongFix("half for the forward, float for the step", shipped(
+                ("make_model().half()", "make_model()"), ("        logits = model(x.half())\n",
+                                                          "        logits = model.half()(x.half())\n"),
+                ("        optimizer.step()\n", "        model.float()  # fp32 weights for the update\n        optimizer.step()\n")),
+                reason="overwritten"),
+            WrongFix("the fix, the weights rounded to fp16 after each step", fixed(
+                ("        scaler.update()\n", "        scaler.update()\n        with torch.no_grad():\n"
+                                            "            for p in model.parameters():\n                p.copy_(p.half())\n")),
+                reason="overwritten"),
+            CorrectAlternative("fp32 master weights kept by hand", shipped(*MASTERS(sync=False))),
+            CorrectAlternative("the usual AMP recipe: unscale_, clip at 1.0, step", fixed(
+                ("        scaler.step(optimizer)", "        scaler.unscale_(optimizer)\n"
+                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        scaler.step(optimizer)"))),
         )),
     LabExercise(
         "debugging/slow_1", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
@@ -372,6 +468,29 @@ EXERCISES = [
                 ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += loss_[i]\n"),
                 ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += probs_[i][label]\n"),
                 ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, pred_[i]] += 1\n"))),
+            # host reads counted where they happen (any device value reaching Python), not by the method called
+            WrongFix("tensor indices instead of int() and float()", shipped(
+                ("            label = int(y[i])\n", "            label = y[i]\n"),
+                ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += pred[i] == y[i]\n"),
+                ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += (top3[i] == label).any()\n"),
+                ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += per_sample[i].detach()\n"),
+                ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += probs[i, label]\n"),
+                ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, pred[i]] += 1\n")),
+                kind="other", reason="host reads"),
+            WrongFix("a boolean mask per class", shipped((LOOP, per_class("y == c"))), kind="other", reason="host reads"),
+            WrongFix("nonzero() rows per class", shipped((LOOP, per_class("torch.nonzero(y == c).squeeze(1)"))),
+                     kind="other", reason="host reads"),
+            CorrectAlternative("one copy of each tensor to the host per step, then host-side loops", shipped(
+                ("        for i in range(len(y)):\n",
+                 "        y_c, pred_c, top3_c = y.cpu(), pred.cpu(), top3.cpu()  # one copy each: a single wait\n"
+                 "        loss_c, probs_c = per_sample.detach().cpu(), probs.cpu()\n"
+                 "        for i in range(len(y_c)):\n"),
+                ("            label = int(y[i])\n", "            label = int(y_c[i])\n"),
+                ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += int(pred_c[i] == y_c[i])\n"),
+                ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += int(label in top3_c[i])\n"),
+                ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += float(loss_c[i])\n"),
+                ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += float(probs_c[i, label])\n"),
+                ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, int(pred_c[i])] += 1\n"))),
         )),
     LabExercise(
         "debugging/slow_3", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
@@ -430,5 +549,17 @@ EXERCISES = [
                                                                           "history.append(loss.detach())"))),
             CorrectAlternative("retain_graph kept, floats in the history", shipped(("history.append(loss)",
                                                                                    "history.append(loss.item())"))),
+            # graphs counted by what keeps them: any tensor that still holds an earlier step's grad_fn
+            WrongFix("retain_graph dropped, the history still of loss tensors", shipped((
+                "loss.backward(retain_graph=True)", "loss.backward()")), kind="partial", reason="autograd graph"),
+            WrongFix("a running total of the loss tensors", shipped(
+                ("loss.backward(retain_graph=True)", "loss.backward()"), ("history = []\n", "history = []\nrunning = 0.0\n"),
+                ("history.append(loss)", "running = running + loss")), kind="partial", reason="autograd graph"),
+            WrongFix("the history moved to the CPU", shipped(
+                ("loss.backward(retain_graph=True)", "loss.backward()"), ("history.append(loss)", "history.append(loss.cpu())")),
+                kind="partial", reason="autograd graph"),
+            CorrectAlternative("detached losses, the last step's loss kept for logging", shipped(
+                ("loss.backward(retain_graph=True)", "loss.backward()"),
+                ("history.append(loss)", "history.append(loss.detach())\n        last_loss = loss"))),
         )),
 ]

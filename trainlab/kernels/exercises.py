@@ -83,6 +83,15 @@ EXERCISES = [
             WrongFix("a kernel that raises", shipped(("e = tl.exp(x)", "e = tl.exp(x, y)")), verdict="error"),
             CorrectAlternative("masked lanes set to -inf after the load", shipped(
                 ("    x = x - tl.max(x, axis=0)\n", '    x = tl.where(mask, x, float("-inf"))\n    x = x - tl.max(x, axis=0)\n'))),
+            # finite fills look right on ordinary rows; rows of extreme values and fully masked (-inf) rows show them
+            WrongFix("fill masked lanes with -1e9", shipped(("other=0.0)", "other=-1e9)")), kind="partial",
+                     reason="checks fail"),
+            WrongFix("fill masked lanes with float32's lowest value", shipped(("other=0.0)", "other=-3.4028234663852886e38)")),
+                     kind="partial", reason="checks fail"),
+            WrongFix("fill with -1e4 and mask the sum", shipped(("other=0.0)", "other=-1e4)"),
+                     ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")), kind="partial", reason="checks fail"),
+            CorrectAlternative("-inf fill, exponentials of masked lanes zeroed too", shipped(
+                ("other=0.0)", 'other=float("-inf"))'), ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n"))),
         )),
     KernelLabExercise(
         "kernels/rmsnorm_stride",

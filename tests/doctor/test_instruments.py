@@ -141,9 +141,53 @@ def test_loads_turn_compile_into_a_no_op_and_count_weight_loads():
     assert torch.compile is not None and probe.loads.loaded_params == {id(p) for p in model.parameters()}
 
 
-@pytest.mark.parametrize("name", ["backward", "item"])
+@pytest.mark.parametrize("name", ["backward", "tolist", "cpu"])
 def test_every_patch_is_restored(name):
     before = getattr(torch.Tensor, name)
     with Probe():
         assert getattr(torch.Tensor, name) is not before
     assert getattr(torch.Tensor, name) is before
+
+
+def test_the_host_reads_dispatch_mode_lasts_exactly_the_run():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    with Probe():
+        assert type(_get_current_dispatch_mode()).__name__ == "HostReads"
+    assert _get_current_dispatch_mode() is None
+
+
+def _kept_after(keep, leftovers=None):
+    """graph_holders_after_step of a run whose script keeps keep(loss, logits) after every step."""
+    model, kept = tiny(), []
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Probe(max_steps=8) as probe:
+        try:
+            for x, y in batches(9):
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if keep is not None:
+                    kept.append(keep(loss, logits))
+        except StopTraining:
+            pass
+    if leftovers is not None:
+        leftovers += kept
+    return probe.summary()["graph_holders_after_step"]
+
+
+@pytest.mark.parametrize("what, keep", [("losses", lambda loss, logits: loss), ("outputs", lambda loss, logits: logits),
+                                        ("copies of the loss", lambda loss, logits: loss.cpu()),
+                                        ("a tensor computed from the loss", lambda loss, logits: loss * 2)])
+def test_graphs_are_counted_by_the_live_tensors_that_keep_them_whatever_they_are(what, keep):
+    held = _kept_after(keep)
+    assert held[0] == 0 and held[-1] >= 2 and held[-1] > held[1], held
+    assert _kept_after(lambda loss, logits: loss.detach()) == [0, 0, 0]
+
+
+def test_another_runs_leftover_graphs_are_not_this_runs():
+    leftovers = []
+    _kept_after(lambda loss, logits: loss, leftovers)  # a run in the same process (the checks' child) kept 8 graphs
+    assert leftovers and _kept_after(None) == [0, 0, 0]

@@ -193,6 +193,15 @@ def test_lab_checks_fail_the_shipped_code_and_pass_the_fix(lab, tmp_path):
                                                                                           "transposed input"]
 
 
+@pytest.mark.parametrize("fill, check", [("-1e9", "values near -1e30"), ("-3.4028234663852886e38", "fully masked rows")])
+def test_softmax_edge_cases_fail_a_finite_fill_that_ordinary_rows_pass(fill, check, tmp_path):
+    script = tmp_path / "finite.py"
+    script.write_text(labs.source("kernels/softmax_mask").replace("other=0.0)", f"other={fill})"))
+    verdict = labcheck.judge("kernels/softmax_mask", runpy.run_path(str(script), run_name="trainlab_check"))
+    failing = {r["check"] for r in verdict["rows"] if r["result"] == "FAIL"}
+    assert not verdict["passed"] and check in failing and "values" not in failing, verdict["rows"]
+
+
 def test_kernel_exercise_runs_the_learner_code_in_a_child():
     exercise = checks.get("kernels/softmax_mask")
     shipped = exercise.verdict(labs.source("kernels/softmax_mask"))

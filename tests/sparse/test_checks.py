@@ -2,9 +2,11 @@
 plausible wrong fixes of the corpus fail and name the case, the shipped function is "not attempted"."""
 
 import pytest
+import torch
 
 from tests import matrix
 from trainlab import checks, labs
+from trainlab.sparse.labcheck import case_values
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
 
@@ -19,6 +21,15 @@ def exercise():
 def test_solution_passes_and_shipped_function_is_not_attempted(exercise):
     assert exercise.verdict(labs.source(LAB, fixed=True)).passed
     assert exercise.verdict(labs.source(LAB)).kind == "not attempted"
+
+
+def test_case_values_are_not_exact_in_16_bit_formats_and_sum_exactly_in_float32():
+    values = case_values(4096, torch.Generator().manual_seed(0))
+    for narrow in (torch.float16, torch.bfloat16):
+        assert (values.to(narrow).float() != values).float().mean() > 0.9
+    a, b, c = values.double().view(3, -1)[:, :1000]  # any three ranks' values at a shared index
+    assert torch.equal(((a.float() + b.float()) + c.float()).double(), a + b + c)
+    assert values.min() < 0 < values.max()
 
 
 @matrix.parametrize(LAB)

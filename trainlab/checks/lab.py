@@ -9,13 +9,17 @@ in the parent, from what the child measured:
 2. for every cause the lab names, that cause's mechanism is fixed - what the run must show,
    measured in the learner's run (gradients fresh at every backward, where the master weights
    live, the learning rate per step, time waiting for data, host reads per step, ...);
-3. no guard tripped: gradient clipping may not cut the median step's gradient to less than
-   half its norm (clipping hides exploding updates). Labs whose mechanism no clip can reach (a
-   number format's: lost updates, flushed gradients) have no guard, so the usual recipes on top
-   of their fix (unscale, clip at 1.0, step) pass whatever the gradient's norm;
+3. on a lab judged by its outcome alone (a cause with no mechanism to measure: `Learns`), no
+   guard tripped: gradient clipping may not cut the median step's gradient to less than half its
+   norm (clipping hides exploding updates). A measured mechanism that holds is never overridden by
+   a guard: a fix that removes every cause and adds standard practice (clipping at 1.0, the usual
+   AMP recipe) is correct;
 4. it ran the check's number of optimizer steps;
 5. held-out accuracy closes at least `min_gap_closed` of the gap between chance and the
-   solution's accuracy measured in the same run.
+   solution's accuracy measured in the same run;
+6. where a value could be tuned to the check's own run (a schedule counted in batches of the
+   check's capped training set), every mechanism also holds in a second run on a training set of
+   another size (`also_at`).
 
 An incorrect verdict states what was observed and its number, never the cause or the fix:
 naming those is for `hint()` and `solution()`. Mechanisms are keyed by the doctor's cause ids
@@ -30,6 +34,7 @@ from trainlab.checks.core import (Exercise, Incorrect, LearnerError, NotAttempte
                                   same_text)
 from trainlab.checks.measure import run_variants
 from trainlab.doctor import causes
+from trainlab.doctor.instruments.graphs import SCAN_STEPS
 
 MB = 1e6
 LOW_PRECISION = ("torch.float16", "torch.bfloat16")
@@ -57,8 +62,10 @@ class FreshGradients:
 
 @dataclass(frozen=True)
 class Fp32MasterWeights:
-    """fp16-master-weights: the optimizer updates fp32 weights and keeps fp32 state, while the
-    layers compute in half precision."""
+    """fp16-master-weights, by label: the optimizer updates fp32 weights and keeps fp32 state, while
+    the layers compute in half precision. Judged with UpdatesKept beside it (what master weights are
+    for: the updates survive in the weights), since fp32 tensors in the optimizer can still be
+    re-made from, or rounded through, fp16 at every step."""
 
     min_low_share: float | None = 0.5  # of layer outputs in fp16/bf16; None: as much as the reference's
 
@@ -237,11 +244,23 @@ class ScheduleMatches:
 
 @dataclass(frozen=True)
 class InputsNormalised:
-    """inputs-not-normalised: the model's input is near zero mean and unit variance."""
+    """inputs-not-normalised: the model's input is normalised by the data's own statistics - its first
+    batch's mean and standard deviation those of the solution's input (which normalises with the data
+    set's mean and std), so a rescaling that only bounds the range ([0, 1], divided by the maximum)
+    fails; without a reference, near zero mean and unit variance within loose bounds."""
 
     def judge(self, mine, ref):
-        stats, bounds = mine["root_input"], causes.limit("inputs-not-normalised", "check")
-        if stats and (abs(stats["mean"]) > bounds["abs_mean"] or not bounds["std_below"] < stats["std"] < bounds["std_above"]):
+        stats, want, bounds = mine["root_input"], ref.get("root_input"), causes.limit("inputs-not-normalised", "check")
+        if not stats:
+            return
+        if want:
+            ratio = stats["std"] / want["std"] if want["std"] else float("inf")
+            if (abs(stats["mean"] - want["mean"]) > bounds["mean_from_reference"]
+                    or not 1 / bounds["std_ratio"] <= ratio <= bounds["std_ratio"]):
+                raise Incorrect(f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
+                                f"{stats['std']:.2f}; the solution's input has mean {want['mean']:.2f} and standard "
+                                f"deviation {want['std']:.2f}")
+        elif abs(stats["mean"]) > bounds["abs_mean"] or not bounds["std_below"] < stats["std"] < bounds["std_above"]:
             raise Incorrect(f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
                             f"{stats['std']:.2f}")
 
@@ -267,6 +286,29 @@ class LogitsIntoLoss:
         if calls:
             raise Incorrect(f"in {calls} of its first calls, cross-entropy received rows that are probabilities "
                             "(non-negative, summing to 1)")
+
+
+@dataclass(frozen=True)
+class LossGradientMatches:
+    """softmax-before-cross-entropy, judged by the loss the script computes rather than the function it
+    calls: on the first batch (the same weights and data in both runs), the gradient of the loss with
+    respect to the logits - the output of the last Linear layer - points the way the solution's does.
+    Any scale passes (a summed loss with the learning rate divided by the batch, NLL of log_softmax);
+    a loss of the probabilities (squared error, a hinge, cross-entropy of rescaled probabilities) does not."""
+
+    least: float = causes.limit("softmax-before-cross-entropy", "check")["logit_gradient_cosine"]
+
+    def judge(self, mine, ref):
+        got, want = mine.get("logit_gradient"), ref.get("logit_gradient")
+        if not want or not got or len(got) != len(want):  # no Linear layer, or another batch size: not comparable
+            return
+        dot = sum(a * b for a, b in zip(got, want))
+        norms = math.sqrt(sum(a * a for a in got)) * math.sqrt(sum(b * b for b in want))
+        cosine = dot / norms if norms else 0.0
+        if cosine < self.least:
+            raise Incorrect(f"on the first batch, the loss's gradient with respect to the logits (the last Linear "
+                            f"layer's output) points another way than the solution's: cosine {cosine:.2f}, at least "
+                            f"{self.least:g} needed (any scale passes)")
 
 
 @dataclass(frozen=True)
@@ -327,6 +369,24 @@ def graph_growth_at_most(bytes_per_step):
 
 
 @dataclass(frozen=True)
+class GraphsReleased:
+    """graph-kept-alive: no step's autograd graph outlives it - the memory graphs hold for backward
+    does not grow (saved activations kept, as retain_graph=True does), and no more live tensors than
+    in the solution's run hold a graph an earlier step built, whatever keeps them (a list of losses
+    or outputs, a running sum, copies with a grad_fn): counted by what keeps them, not one pattern."""
+
+    growth: float = causes.limit("graph-kept-alive", "check")["growth_bytes"]
+
+    def judge(self, mine, ref):
+        graph_growth_at_most(self.growth).judge(mine, ref)
+        scans = mine.get("graph_holders_after_step") or []
+        held, ref_held = (scans or [0])[-1], (ref.get("graph_holders_after_step") or [0])[-1]
+        if held > ref_held:
+            raise Incorrect(f"after step {SCAN_STEPS[len(scans) - 1]}, {held} tensors made in earlier steps still hold "
+                            f"their autograd graph (the solution's run: {ref_held})")
+
+
+@dataclass(frozen=True)
 class HostReadsAtMost:
     """host-syncs-in-loop: host reads (device syncs) per step, on average and on any step."""
 
@@ -384,7 +444,7 @@ BY_CAUSE = {
     "inputs-not-normalised": (InputsNormalised(),),
     "zero-initialisation": (NoConstantWeights(),),
     "dead-units": (UnitsFire(),),
-    "softmax-before-cross-entropy": (LogitsIntoLoss(),),
+    "softmax-before-cross-entropy": (LogitsIntoLoss(), LossGradientMatches()),
     "unstable-loss": (Learns(),),
     "missing-zero-grad": (FreshGradients(),),
     "missing-optimizer-step": (StepEveryBackward(),),
@@ -396,8 +456,8 @@ BY_CAUSE = {
     "data-loader-starves": (sample_fetches_at_most(32),),
     "host-syncs-in-loop": (HostReadsAtMost(mean=8, most=16),),
     "batch-too-small": (BatchAtLeast(),),
-    "graph-kept-alive": (graph_growth_at_most(1 * MB),),
-    "fp16-master-weights": (Fp32MasterWeights(min_low_share=None),),
+    "graph-kept-alive": (GraphsReleased(),),
+    "fp16-master-weights": (Fp32MasterWeights(min_low_share=None), UpdatesKept()),
     "bf16-master-weights": (Fp32MasterWeights(), UpdatesKept()),
     "fp16-gradient-underflow": (Fp32MasterWeights(), GradientsRepresentable()),
     "float64-compute": (NoFloat64(),),
@@ -426,15 +486,17 @@ GUARDS = (GradientNotCut(),)
 class LabExercise(Exercise):
     """Fix the lab; judged per cause (mechanisms) and on held-out accuracy against its solution."""
 
-    def __init__(self, lab, *, mechanisms, hints=(), corpus=(), max_steps=200, max_train=None, min_gap_closed=0.5,
-                 chance=0.1, timeout=30.0, guards=None):
+    def __init__(self, lab, *, mechanisms, hints=(), corpus=(), max_steps=200, max_train=None, also_at=None,
+                 min_gap_closed=0.5, chance=0.1, timeout=30.0, guards=None):
         super().__init__(lab, hints, corpus)
-        # guards against masks that every lab shares; a lab whose mechanism no mask can reach (a number
-        # format) passes () so the standard recipes on top of its fix (unscale, clip, step) pass
-        self.guards = GUARDS if guards is None else tuple(guards)
         # cause id -> what must hold in the learner's run (one mechanism, or a tuple of them)
         self.mechanisms = {cause: m if isinstance(m, tuple) else (m,) for cause, m in mechanisms.items()}
+        # guards against masks, only where a cause is judged by its outcome alone: a measured mechanism
+        # that holds is never overridden (standard practice on top of a full fix is correct)
+        outcome_only = any(isinstance(m, Learns) for ms in self.mechanisms.values() for m in ms)
+        self.guards = (GUARDS if outcome_only else ()) if guards is None else tuple(guards)
         self.max_steps, self.max_train = max_steps, max_train  # max_train: cap the training set (cross epochs)
+        self.also_at = also_at  # a second training-set cap every mechanism must also hold at (None: one run)
         self.min_gap_closed, self.chance = min_gap_closed, chance
         self.timeout = timeout  # seconds per run, at least; a slow machine scales it with the solution's time
 
@@ -453,10 +515,17 @@ class LabExercise(Exercise):
                     cache=True)
 
     def measure(self, sources, device=None, stream=False):
-        """Run the solution and {name: source} in one child; return {name: report}."""
+        """Run the solution and {name: source} in one child (and again at `also_at`, named
+        "<name>@<size>"); return {name: report}."""
         variants = [self.reference_variant()]
         variants += [self.variant(name, source, reference="solution") for name, source in sources.items()]
-        return run_variants(variants, device or self.device, self.timeout, stream, max_train=self.max_train)
+        reports = run_variants(variants, device or self.device, self.timeout, stream, max_train=self.max_train)
+        if self.also_at:
+            again = run_variants([dict(v, name=f"{v['name']}@{self.also_at}",
+                                       reference=v["reference"] and f"{v['reference']}@{self.also_at}") for v in variants],
+                                 device or self.device, self.timeout, max_train=self.also_at)
+            reports.update(again)
+        return reports
 
     def judge(self, source):
         if same_text(source, self.shipped()):
@@ -467,7 +536,9 @@ class LabExercise(Exercise):
             reports = self.measure({})
             return self.judge_reports(reports.get("solution"), reports.get("solution"))
         reports = self.measure({"learner": source})
-        return self.judge_reports(reports.get("learner"), reports.get("solution"))
+        at = f"@{self.also_at}"
+        return self.judge_reports(reports.get("learner"), reports.get("solution"),
+                                  (reports.get("learner" + at), reports.get("solution" + at)) if self.also_at else None)
 
     def verdicts(self, sources):
         """All sources and the solution measured in one child, then judged one by one."""
@@ -491,7 +562,22 @@ class LabExercise(Exercise):
                  f"{'still shows' if len(shown) == 1 else 'still show'})" if len(self.mechanisms) > 1 else "")
         raise Incorrect("; and ".join(shown) + count)
 
-    def judge_reports(self, mine, ref):
+    def judge_elsewhere(self, mine, ref):
+        """Every mechanism, in the run on a training set of the other size."""
+        if ref is None or mine is None or ref.get("status") != "ok":
+            raise TimedOut(f"the check's second run (a training set of {self.also_at} images) did not finish; run "
+                           "the cell again when the machine is less busy")
+        if mine["status"] != "ok" or not mine["steps"]:
+            raise LearnerError(f"on a training set of {self.also_at} images: {mine.get('error') or 'no step ran'}",
+                               mine.get("traceback") or "")
+        try:
+            self.judge_mechanisms(mine, ref)
+        except Incorrect as outcome:
+            raise Incorrect(f"with a training set of {self.also_at} images, {outcome}") from None
+
+    def judge_reports(self, mine, ref, elsewhere=None):
+        """The verdict from the learner's report and the solution's; elsewhere: the same two at the
+        second training-set size (also_at), where every mechanism must hold too."""
         if ref is None or ref.get("status") == "timeout":
             raise TimedOut("the check's reference run (the lab's solution) did not finish on this machine"
                            + (f": {ref['error']}" if ref else "") + "; run the cell again when the machine is less busy")
@@ -510,6 +596,8 @@ class LabExercise(Exercise):
             self.judge_mechanisms(mine, ref)
             for guard in self.guards:
                 guard.judge(mine, ref)
+        if elsewhere is not None:
+            self.judge_elsewhere(*elsewhere)
         if mine["steps"] < self.max_steps:
             raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps}")
         if mine.get("accuracy") is None:
@@ -531,26 +619,36 @@ def judge_together(requests, device="cpu"):
     by_cap = {}
     for exercise, name, source in requests:
         by_cap.setdefault(exercise.max_train, []).append((exercise, name, source))
-    out = {}
+        if exercise.also_at:  # the same, on a training set of the other size: its own child
+            by_cap.setdefault(exercise.also_at, []).append((exercise, f"{name}@{exercise.also_at}", source))
+    reports = {}
     for cap, group in by_cap.items():
         variants, seen = [], set()
         for exercise, name, source in group:
-            solution = f"{exercise.name}//solution"
-            if exercise.name not in seen:
-                seen.add(exercise.name)
+            at = name[name.index("@"):] if exercise.also_at and name.endswith(f"@{exercise.also_at}") else ""
+            solution = f"{exercise.name}//solution{at}"
+            if solution not in seen:
+                seen.add(solution)
                 variants.append(exercise.reference_variant(solution))
             if not same_text(source, labs.source(exercise.lab, fixed=True)):  # the solution runs once, as the reference
                 variants.append(exercise.variant(f"{exercise.name}//{name}", source, reference=solution))
-        reports = run_variants(variants, device, max(e.timeout for e, _, _ in group), max_train=cap)
-        for exercise, name, source in group:
-            is_solution = same_text(source, labs.source(exercise.lab, fixed=True))
-            mine = reports.get(f"{exercise.name}//{'solution' if is_solution else name}")
-            try:
-                if same_text(source, exercise.shipped()):
-                    raise NotAttempted("the cell is unchanged from the lab")
-                verdict = Verdict(exercise.name, "pass",
-                                  exercise.judge_reports(mine, reports.get(f"{exercise.name}//solution")))
-            except Outcome as outcome:
-                verdict = Verdict(exercise.name, outcome.kind, str(outcome), outcome.details)
-            out.setdefault(exercise.name, {})[name] = (verdict, mine)
+        reports.update(run_variants(variants, device, max(e.timeout for e, _, _ in group), max_train=cap))
+    out = {}
+    for exercise, name, source in requests:
+        is_solution = same_text(source, labs.source(exercise.lab, fixed=True))
+
+        def report(at=""):
+            return reports.get(f"{exercise.name}//{'solution' if is_solution else name}{at}")
+
+        at = f"@{exercise.also_at}" if exercise.also_at else ""
+        mine = report()
+        try:
+            if same_text(source, exercise.shipped()):
+                raise NotAttempted("the cell is unchanged from the lab")
+            elsewhere = (report(at), reports.get(f"{exercise.name}//solution{at}")) if at else None
+            verdict = Verdict(exercise.name, "pass", exercise.judge_reports(
+                mine, reports.get(f"{exercise.name}//solution"), elsewhere))
+        except Outcome as outcome:
+            verdict = Verdict(exercise.name, outcome.kind, str(outcome), outcome.details)
+        out.setdefault(exercise.name, {})[name] = (verdict, mine)
     return out

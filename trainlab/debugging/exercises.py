@@ -7,11 +7,9 @@ checklist: look at the evidence first, then the category, then the fix.
 """
 
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
-from trainlab.checks.lab import (MB, AllParamsOptimized, Fp32MasterWeights, FreshGradients, HostReadsAtMost,
-                                 InputsNormalised, LabelsInformative, LabExercise, Learns, LogitsIntoLoss,
-                                 NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most,
-                                 sample_fetches_at_most,
-                                 graph_growth_at_most)
+from trainlab.checks.lab import (BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised,
+                                 LabelsInformative, LabExercise, Learns, NoConstantWeights, ReportKept,
+                                 ScheduleMatches, data_wait_at_most, sample_fetches_at_most)
 from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis grader with the checks
 
 # What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.
@@ -140,7 +138,7 @@ EXERCISES = [
                  "g = torch.Generator().manual_seed(1)\ntrain_y = images.train_y[torch.randperm("))),
         )),
     LabExercise(
-        "debugging/nc_3", mechanisms={"softmax-before-cross-entropy": LogitsIntoLoss()},
+        "debugging/nc_3", mechanisms={"softmax-before-cross-entropy": BY_CAUSE["softmax-before-cross-entropy"]},
         min_gap_closed=0.75,
         hints=(
             "Run `loss-inputs`, `init-stats` and `overfit-one-batch`: which reading differs from "
@@ -170,6 +168,13 @@ EXERCISES = [
                      reason="gradient with respect to the logits"),
             WrongFix("multi-class hinge loss on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
                      "loss_fn = nn.MultiMarginLoss(margin=0.1)")), reason="gradient with respect to the logits"),
+            WrongFix("softmax removed, squared error on the logits", fixed(("loss_fn = nn.CrossEntropyLoss()",
+                     "loss_fn = lambda logits, y: nn.functional.mse_loss(logits, nn.functional.one_hot(y, 10).float())")),
+                     kind="partial", reason="gradient with respect to the logits"),
+            WrongFix("softmax removed, a binary cross-entropy per class", fixed(("loss_fn = nn.CrossEntropyLoss()",
+                     "loss_fn = lambda logits, y: nn.functional.binary_cross_entropy_with_logits(\n"
+                     "    logits, nn.functional.one_hot(y, 10).float())")),
+                     kind="partial", reason="gradient with respect to the logits"),
             CorrectAlternative("summed cross-entropy, the learning rate divided by the batch", fixed(
                 ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss(reduction=\"sum\")"),
                 ("lr=0.01,", "lr=0.01 / 64,"))),
@@ -226,6 +231,7 @@ EXERCISES = [
     LabExercise(
         "debugging/nc_6", mechanisms={"lr-schedule-too-fast": ScheduleMatches()},
         max_train=4800,  # 75 steps an epoch: the check's 200 steps cross the schedule's first decay
+        also_at=3200,  # and again at 50 steps an epoch: a value tuned to the first size fails at the second
         hints=(
             "Run `lr-per-step`, `lr-range-test` and `optimizer-coverage`: which reading differs "
             "from a healthy script's?",
@@ -354,7 +360,7 @@ EXERCISES = [
             CorrectAlternative("an epsilon inside the log", shipped(("torch.log(t / p)", "torch.log((t + 1e-12) / p)"))),
         )),
     LabExercise(
-        "debugging/nan_3", mechanisms={"fp16-master-weights": Fp32MasterWeights()},
+        "debugging/nan_3", mechanisms={"fp16-master-weights": BY_CAUSE["fp16-master-weights"]},
         hints=(
             "Run `dtypes` and `first-nonfinite`: in which dtype do the weights and the optimizer "
             "state live?",
@@ -388,7 +394,7 @@ EXERCISES = [
                 ("make_model().half()", "make_model()"), ("        logits = model(x.half())\n",
                                                           "        logits = model.half()(x.half())\n"),
                 ("        optimizer.step()\n", "        model.float()  # fp32 weights for the update\n        optimizer.step()\n")),
-                reason="overwritten"),
+                reason="float16 parameters"),  # the run ends just after the next .half(): what the optimizer holds then
             WrongFix("the fix, the weights rounded to fp16 after each step", fixed(
                 ("        scaler.update()\n", "        scaler.update()\n        with torch.no_grad():\n"
                                             "            for p in model.parameters():\n                p.copy_(p.half())\n")),
@@ -519,7 +525,7 @@ EXERCISES = [
                 ("    train_loader.set_epoch(epoch)\n", ""),))),
         )),
     LabExercise(
-        "debugging/mem_1", mechanisms={"graph-kept-alive": graph_growth_at_most(1 * MB)},
+        "debugging/mem_1", mechanisms={"graph-kept-alive": BY_CAUSE["graph-kept-alive"]},
         max_steps=120,  # growth shows from the first steps; every kept graph slows the next (14 s for 200 on 2 cores)
         hints=(
             "Run `memory-per-step` and `time-split`: what changes from one step to the next?",

@@ -209,8 +209,8 @@ ALL = {c.id: c for c in (
           question='does memory held for backward grow from step to step?',
           evidence=('memory-per-step',),
           symptoms=('memory',),
-          mechanism="autograd graphs of earlier steps still alive, counted through weak references: saved tensors tagged by step (critical: activations kept, as with `retain_graph=True`), or a marker in each inspected loss's `grad_fn` metadata (warning: nodes kept by a list of losses or `total += loss`); weak references to the loss tensors tell a list from a running sum",
-          fields=('graphs_alive_after_step', 'steps_checked', 'loss_tensors_alive', 'growth_bytes_per_step', 'held_bytes_last_step')),
+          mechanism="autograd graphs of earlier steps still alive, counted through weak references: saved tensors tagged by step (critical: activations kept, as with `retain_graph=True`), or a marker in each inspected loss's `grad_fn` metadata (warning: nodes kept by a list of losses or `total += loss`); weak references to the loss tensors tell a list from a running sum; and whatever keeps them, live tensors whose graph reaches a node an earlier step built (a scan of the live tensors after steps 2, 4 and 6, tagging the nodes it sees)",
+          fields=('graphs_alive_after_step', 'steps_checked', 'loss_tensors_alive', 'growth_bytes_per_step', 'held_bytes_last_step', 'graph_holders')),
     Cause('crash', 'run',
           symptoms=('crash',),
           mechanism="the script raised: the message, and where (file:line); the traceback is in the report's `crash`",
@@ -295,13 +295,22 @@ ALL = {c.id: c for c in (
 
 # Where the doctor's rule and the check's mechanism for one cause use different thresholds, both are
 # kept here, named: the doctor flags only what is wrong in any script (no reference run); a check
-# accepts only what the lab's fix reaches. The checks' second round decides whether they should meet.
+# accepts only what the lab's fix reaches, and may compare with the solution's run. Decided in the checks'
+# second round: they stay apart wherever a healthy script can sit between them (an input scaled to [0, 1]
+# is no alarm for the doctor, and no fix for the check).
 _LIMITS = {
     "weight-decay-too-high": {"doctor": {"SGD": 0.01, "AdamW": 1.0, "other": 0.1},  # far above 5e-4 / 0.01..0.1
                               "check": {"most": 0.1}},
     "dead-units": {"doctor": {"dead_share": 0.98}, "check": {"dead_share": 0.95}},
+    # the doctor knows no data set: only inputs far off (pixel values) are an alarm, so scaling to [0, 1]
+    # stays silent; the check compares with the solution's input, normalised by the data's own statistics
     "inputs-not-normalised": {"doctor": {"abs_mean": 5.0, "std_above": 5.0},
-                              "check": {"abs_mean": 1.0, "std_below": 0.2, "std_above": 5.0}},
+                              "check": {"abs_mean": 1.0, "std_below": 0.2, "std_above": 5.0,  # without a reference
+                                        "mean_from_reference": 0.25, "std_ratio": 1.5}},
+    # the check compares the loss's gradient at the logits with the solution's (the doctor has no solution)
+    "softmax-before-cross-entropy": {"check": {"logit_gradient_cosine": 0.95}},
+    # saved activations growing per step, and live tensors holding an earlier step's graph beyond the solution's
+    "graph-kept-alive": {"check": {"growth_bytes": 1e6}},
     "zero-initialisation": {"doctor": {"constant_share": 0.5},  # at least half the weight tensors constant
                             "check": {"constant_tensors": 1}},  # any constant weight tensor
 }

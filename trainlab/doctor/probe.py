@@ -6,16 +6,17 @@
 
 Nothing in the script changes. The Probe is a small lifecycle and an event bus: for the duration
 of the `with` block it installs global hooks - an optimizer step pre- and post-hook, a module
-forward pre- and post-hook, a wrapper on Tensor.backward and saved-tensor hooks - and sends what
+forward pre- and post-hook, a wrapper on Tensor.backward, saved-tensor hooks and a dispatch mode - and sends what
 they see as events to its instruments (`trainlab.doctor.instruments`), each in its own file:
 
-    clock        where each step's time goes; host reads (syncs); data-loader waits and per-sample fetches
+    clock        where each step's time goes; host reads (syncs, counted by a dispatch mode: syncs.py);
+                 data-loader waits and per-sample fetches
     losses       the loss of every backward; what loss functions are handed (probabilities, batch accuracy)
     captures     the model, its initial state, a few batches and targets (for the quick experiments)
     gradients    stale gradients, which parameters each backward reaches, norms, clipping
     updates      the optimizers, learning rates, |delta w| / |w| per step
     formats      what number formats lose: zero gradients, updates that round away, rewritten weights
-    graphs       autograd graphs kept alive across steps
+    graphs       autograd graphs kept alive across steps, and the live tensors that keep them
     forward      dtypes, dead ReLUs, model outputs, the first module to make inf/NaN, parameters used
     loads        torch.compile run eagerly; weights loaded from checkpoints
 
@@ -128,11 +129,13 @@ class Probe:
         for instrument in self.instruments:
             for owner, name, wrapper in instrument.patches():
                 patches.wrap(owner, name, wrapper)
-        self.graphs.install()
+        for instrument in self.instruments:
+            instrument.install()
         return self
 
     def __exit__(self, *exc):
-        self.graphs.remove(*exc)
+        for instrument in reversed(self.instruments):
+            instrument.remove(*exc)
         self._patches.restore()
         self.wall_s = time.perf_counter() - self.start
         return False

@@ -55,15 +55,52 @@ def _far_below_zero(spec):
                          noncontiguous=False)
 
 
+EDGE_SHAPES = [(7, 10), (5, 3)]  # rows shorter than their power-of-two block: lanes past the end exist
+
+
+def _extreme_magnitudes(spec):
+    """Rows around -1e30: any finite fill value of masked lanes above them becomes the row's maximum,
+    so every real lane's exp() underflows - a fill that only has to be 'very negative' shows here."""
+    def inputs(shape, dtype, generator):
+        args = spec.inputs(shape, dtype, generator)
+        return [args[0] * 1e28 - 1e30, *args[1:]]
+
+    return validate.Spec(f"{spec.name}, rows around -1e30", inputs, spec.run, spec.reference, EDGE_SHAPES,
+                         noncontiguous=False)
+
+
+def _masked_rows(spec):
+    """Rows as attention masks leave them: the first fully -inf (torch.softmax gives NaN), the second
+    -inf at every other position. A masked lane loaded as any finite value joins a fully masked row's
+    maximum and turns its NaN into numbers."""
+    def inputs(shape, dtype, generator):
+        x, *rest = spec.inputs(shape, dtype, generator)
+        x = x.clone()
+        x[0] = float("-inf")
+        if len(x) > 1:
+            x[1, ::2] = float("-inf")
+        return [x, *rest]
+
+    return validate.Spec(f"{spec.name}, masked rows", inputs, spec.run, spec.reference, EDGE_SHAPES,
+                         noncontiguous=False)
+
+
+# Each kernel lab's edge cases beyond the harness's own (shapes, layouts): what its bug class hides behind.
+EDGE_CASES = {"kernels/softmax_mask": (("values near -200", _far_below_zero), ("values near -1e30", _extreme_magnitudes),
+                                       ("fully masked rows", _masked_rows)),
+              "kernels/rmsnorm_stride": (("values near -200", _far_below_zero),)}
+
+
 def judge_kernel(lab, namespace):
     entry, make_spec = KERNEL_LABS[lab]
     device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton needs CUDA tensors
     spec = make_spec(namespace[entry])
     report = validate.validate(spec, specials=False, device=device)
-    shifted = validate.validate(_far_below_zero(spec), specials=False, device=device).results
-    for result in shifted:
-        result.check = "values near -200"
-    report.results += shifted
+    for check, edge in EDGE_CASES[lab]:
+        results = validate.validate(edge(spec), specials=False, device=device).results
+        for result in results:
+            result.check = check
+        report.results += results
     raised = [r for r in report.results if r.traceback]
     if raised:  # the learner's kernel raised: an error, not a wrong answer
         return {"error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",

@@ -2,7 +2,9 @@
 
     torchrun --standalone --nproc-per-node 3 -m trainlab.sparse.labcheck SOLUTION.py OUT.json
 
-Cases (values are small integers, so a correct sum is exact): uneven non-zeros per rank,
+Cases (values are multiples of 2^-16 in [1, 2), either sign: no 16-bit format holds most of them, and
+a sum over a few ranks is exact in float32, so a correct sum equals the dense one bit for bit and a
+narrowed one does not): uneven non-zeros per rank,
 indices shared by several ranks, one rank empty, the same indices everywhere, and a gradient
 of a million rows at 0.1% density. Each case records the largest difference from the dense
 all-reduce (or the error the function raised), and the bytes each rank sent: a sparse
@@ -27,12 +29,18 @@ CASES = ("uneven", "shared_indices", "empty_rank", "identical", "large_sparse")
 LARGE, DENSITY = 1 << 20, 1e-3  # the large case: rows and the share of them each rank holds
 
 
+def case_values(n, generator):
+    """n values 1 + k/2^16 (17 significant bits; float16 keeps 11, bfloat16 8), with random signs."""
+    magnitude = 1 + torch.randint(1 << 16, (n,), generator=generator).double() / (1 << 16)
+    sign = torch.randint(2, (n,), generator=generator) * 2 - 1
+    return (sign * magnitude).float()
+
+
 def case_gradient(kind, rank, size, D=64):
     g = torch.Generator().manual_seed(sum(map(ord, kind)) + rank)
     if kind == "large_sparse":  # distinct random rows per rank; ranks overlap by chance
         idx = torch.randperm(LARGE, generator=g)[:int(LARGE * DENSITY)].sort().values
-        val = torch.randint(1, 9, (len(idx),), generator=g).float()
-        return torch.sparse_coo_tensor(idx[None], val, (LARGE,))
+        return torch.sparse_coo_tensor(idx[None], case_values(len(idx), g), (LARGE,))
     if kind == "uneven":  # rank r holds 3 + 4r non-zeros, all its own
         idx = torch.arange(3 + 4 * rank) * size + rank
     elif kind == "shared_indices":  # the same count everywhere, half of it on every rank
@@ -41,8 +49,7 @@ def case_gradient(kind, rank, size, D=64):
         idx = torch.arange(0 if rank == size - 1 else 5) * size + rank
     else:
         idx = torch.arange(6) * 3
-    val = torch.randint(1, 9, (len(idx),), generator=g).float()
-    return torch.sparse_coo_tensor(idx[None] % D, val, (D,), check_invariants=False)
+    return torch.sparse_coo_tensor(idx[None] % D, case_values(len(idx), g), (D,), check_invariants=False)
 
 
 def main(solution, out):

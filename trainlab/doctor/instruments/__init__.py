@@ -2,12 +2,13 @@
 (`trainlab.doctor.probe.EVENTS`) that declares the summary keys it provides (PROVIDES):
 
 - `clock.py`: where each step's time goes; host reads (syncs); data-loader waits and per-sample fetches;
-- `losses.py`: the loss of every backward; what loss functions are handed;
+- `syncs.py`: host reads counted where they happen (a dispatch mode over the operations that wait for the device);
+- `losses.py`: the loss of every backward; what loss functions are handed; the gradient at the logits;
 - `captures.py`: the model, its initial state, a few batches and targets, what the batches held;
 - `gradients.py`: stale gradients, gradient flow, norms at the step, clipping;
 - `updates.py`: the optimizers, learning rates, update-to-weight ratios;
 - `formats.py`: what number formats lose (zero gradients, updates rounded away, rewritten weights);
-- `graphs.py`: autograd graphs kept alive across steps;
+- `graphs.py`: autograd graphs kept alive across steps, by the tensors that keep them;
 - `forward.py`: dtypes, dead ReLUs, model outputs, the first module to make inf/NaN, parameters used;
 - `loads.py`: torch.compile run eagerly, weights loaded from checkpoints;
 - `base.py`: the Instrument base, the medians, what wraps a model (DDP, FSDP).

@@ -18,6 +18,12 @@ class Instrument:
         """[(owner, attribute name, wrapper(original) -> replacement)] installed for the run."""
         return []
 
+    def install(self):
+        """Enter what lasts the whole run (a dispatch mode, saved-tensor hooks), after the patches."""
+
+    def remove(self, *exc):
+        """Leave it again, in reverse order of the instruments."""
+
     def summary(self):
         return {}
 

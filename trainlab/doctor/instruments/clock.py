@@ -1,17 +1,16 @@
 """Where each step's time goes: waiting for data, host reads (syncs), compute, the rest; and the
-host reads and the samples a DataLoader fetched one by one in this process, counted per step."""
+host reads (counted where they happen: `syncs.HostReads`) and the samples a DataLoader fetched one
+by one in this process, counted per step."""
 
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import torch
 from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
 from trainlab.doctor.instruments.base import Instrument, mean, median
-
-HOST_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "numpy")
+from trainlab.doctor.instruments.syncs import HostReads
 
 
 @dataclass
@@ -60,11 +59,25 @@ class Clock(Instrument, StepClock):
         Instrument.__init__(self, probe)
         StepClock.__init__(self)
         self._forward_start = self._step_start = 0.0
+        self.host_reads_mode = HostReads(self)
 
     def patches(self):
-        return [*((torch.Tensor, name, self._wrap_host_read) for name in HOST_READS),
+        return [*self.host_reads_mode.patches(),
                 (dataloader._BaseDataLoaderIter, "__next__", self._wrap_next),
                 (data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch)]
+
+    def install(self):
+        self.host_reads_mode.__enter__()
+
+    def remove(self, *exc):
+        self.host_reads_mode.__exit__(*exc)
+
+    def host_read(self, waited):
+        """One host read of the script's, which waited `waited` seconds (sync time, not compute)."""
+        self.reads += 1
+        self.sync += waited
+        if self.computing:  # a read inside forward/backward is sync time, not compute
+            self.compute -= waited
 
     @contextmanager
     def computing_region(self):
@@ -96,24 +109,6 @@ class Clock(Instrument, StepClock):
         self.close_step(now)
 
     # wrappers
-    def _wrap_host_read(self, original):
-        clock = self
-
-        def read(tensor, *args, **kwargs):
-            if clock.probe.reading_internally:
-                return original(tensor, *args, **kwargs)
-            clock.reads += 1
-            start = time.perf_counter()
-            try:
-                return original(tensor, *args, **kwargs)
-            finally:
-                waited = time.perf_counter() - start
-                clock.sync += waited
-                if clock.computing:  # a read inside forward/backward is sync time, not compute
-                    clock.compute -= waited
-
-        return read
-
     def _wrap_next(self, original):
         clock = self
 

@@ -1,5 +1,8 @@
 """The loss of every backward and what the loss functions are handed: probabilities where logits
-belong, the batch accuracy of classification losses, and the first batches' targets."""
+belong, the batch accuracy of classification losses, and the first batches' targets; for the
+exercise checks (a probe that inspects every step), the gradient of the first training loss with
+respect to the logits - the output of the model's last Linear layer - which says what loss the script
+computes, whatever function it calls."""
 
 import math
 
@@ -12,7 +15,7 @@ CAPTURE_STEPS = 17  # batches whose targets are kept for the label test (with th
 
 
 class Losses(Instrument):
-    PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss")
+    PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss", "logit_gradient")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -21,6 +24,21 @@ class Losses(Instrument):
         self.batch_acc_tensors = []  # per training loss call, on the device: read at the end
         self.probabilities_into_loss = 0  # cross-entropy calls whose input rows look like probabilities
         self.nonfinite_in_a_row = 0
+        self.logit_gradient = None  # d loss / d logits of the first training step, flattened (checks only)
+        self._logits_hook = None
+
+    def forward_end(self, module, inputs, output, is_root):
+        """The last Linear output of the first training forward: its gradient is kept when backward reaches it."""
+        probe = self.probe
+        if (probe.every_step and probe.forwards == 1 and probe.in_training_forward and probe.backwards == 0
+                and isinstance(module, torch.nn.Linear) and isinstance(output, torch.Tensor) and output.requires_grad):
+            if self._logits_hook is not None:
+                self._logits_hook.remove()  # a later Linear layer is nearer the loss
+            self._logits_hook = output.register_hook(self._keep_logit_gradient)
+
+    def _keep_logit_gradient(self, grad):
+        with self.probe.internal():
+            self.logit_gradient = grad.detach().float().flatten().tolist()
 
     def patches(self):
         return [(F, "cross_entropy", self._wrap_loss), (F, "nll_loss", self._wrap_loss)]
@@ -64,4 +82,4 @@ class Losses(Instrument):
         return {"losses": self.losses, "finite": all(math.isfinite(x) for x in self.losses),
                 "batch_accs": self.batch_accs,
                 "batch_acc": self.batch_accs or [float(a) for a in self.batch_acc_tensors],
-                "probabilities_into_loss": self.probabilities_into_loss}
+                "probabilities_into_loss": self.probabilities_into_loss, "logit_gradient": self.logit_gradient}

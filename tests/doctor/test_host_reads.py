@@ -1,0 +1,93 @@
+"""Host reads are counted where they happen (`trainlab.doctor.instruments.syncs`): one test per path
+by which a device value reaches Python, whatever API the script used, and the paths that do not
+wait for the device. The exercise checks read the same count (slow_2, slow_3, drills)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.doctor.test_instruments import batches, tiny
+from trainlab.doctor.probe import Probe, StopTraining
+
+HITS = list(range(4))
+
+# (path, what the script does after each step with (loss, logits, y), host reads it makes per step)
+PATHS = [
+    ("item", lambda loss, logits, y: loss.item(), 1),
+    ("float", lambda loss, logits, y: float(loss), 1),
+    ("int of an element", lambda loss, logits, y: int(y[0]), 1),
+    ("bool / an if on a tensor", lambda loss, logits, y: 1 if loss > 0 else 0, 1),
+    ("a format spec", lambda loss, logits, y: f"{loss:.3f}", 1),
+    ("a 0-dim tensor indexing a list", lambda loss, logits, y: HITS[y[0]], 1),
+    ("a 0-dim tensor indexing a tensor", lambda loss, logits, y: logits[y[0]], 1),
+    ("a 0-dim tensor as a range bound", lambda loss, logits, y: range(y[0]), 1),
+    ("torch.equal", lambda loss, logits, y: torch.equal(y, y), 1),
+    ("torch.allclose", lambda loss, logits, y: torch.allclose(logits, logits), 1),
+    ("nonzero", lambda loss, logits, y: (y == 1).nonzero(), 1),
+    ("torch.where with one argument", lambda loss, logits, y: torch.where(y == 1), 1),
+    ("boolean-mask indexing", lambda loss, logits, y: logits[y == 1], 1),
+    ("boolean-mask assignment", lambda loss, logits, y: logits.detach().clone().__setitem__(y == 1, 0.0), 1),
+    ("masked_select", lambda loss, logits, y: logits.masked_select(logits > 0), 1),
+    ("unique", lambda loss, logits, y: y.unique(), 1),
+    ("bincount", lambda loss, logits, y: torch.bincount(y, minlength=4), 1),
+    ("tolist", lambda loss, logits, y: y.tolist(), 1),
+    ("numpy", lambda loss, logits, y: logits.detach().numpy(), 1),
+    ("cpu", lambda loss, logits, y: y.cpu(), 1),
+    ("a Python loop of int() over a batch", lambda loss, logits, y: [int(v) for v in y[:5]], 5),
+    # no host read: the values stay on the device, or were copied to the host once
+    ("argmax and a comparison", lambda loss, logits, y: (logits.argmax(1) == y).sum(), 0),
+    ("integer-tensor indexing", lambda loss, logits, y: logits[torch.arange(4), y[:4]], 0),
+    ("detach", lambda loss, logits, y: loss.detach(), 0),
+    ("reads of a host copy", lambda loss, logits, y: [int(v) for v in y.cpu()[:5]], 1),
+    ("tolist of a host copy", lambda loss, logits, y: y.cpu().tolist(), 1),
+]
+
+
+def reads_per_step(after_step, steps=4):
+    model = tiny()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)  # Adam reads its step count: not the script's
+    with Probe(max_steps=steps) as probe:
+        try:
+            for x, y in batches(steps + 1):
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                after_step(loss, logits, y)
+        except StopTraining:
+            pass
+    return probe.clock.host_reads
+
+
+@pytest.mark.parametrize("path, after_step, reads", PATHS, ids=[p[0] for p in PATHS])
+def test_every_path_to_the_host_is_counted_once_where_it_happens(path, after_step, reads):
+    # what the script does after step k falls in step k + 1 (a step runs optimizer step to optimizer step)
+    assert reads_per_step(after_step)[1:] == [reads] * 3
+
+
+def test_cpu_returns_a_copy_on_a_cpu_run_as_it_does_from_a_gpu():
+    seen = {}
+
+    def after_step(loss, logits, y):
+        copy = y.cpu()
+        seen["same"] = copy is y
+        copy[0] = 99  # a host copy: writing it leaves the device tensor alone
+        seen["device value"] = int(y[0])
+
+    reads_per_step(after_step, steps=1)
+    assert seen["same"] is False and seen["device value"] != 99
+
+
+def test_the_probes_own_reads_and_the_optimizers_are_not_counted():
+    model = tiny()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    with Probe(max_steps=3, every_step=True) as probe:  # every_step: the gradients instrument reads every step
+        try:
+            for x, y in batches(4):
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+        except StopTraining:
+            pass
+    assert probe.clock.host_reads == [0, 0, 0] and probe.steps == 3

@@ -1,0 +1,150 @@
+"""Host reads counted where they happen: every operation that hands a device value to Python or
+copies it to the host - and so waits for the device - whatever API the script reached it through.
+
+A TorchDispatchMode sees each aten operation the script runs, however it was called: `.item()`,
+`int()`, `float()`, `bool()`, an `if` on a tensor, a 0-dim tensor used as an index (all
+`_local_scalar_dense`), `torch.equal`, `nonzero` (and `torch.where(mask)`, `argwhere`), boolean-mask
+indexing and assignment, `masked_select`, `unique`, `bincount` and `repeat_interleave` (their output
+size is a device value), and copies to the CPU (`_to_copy`, `copy_`; not the non-blocking ones). On
+a GPU these are exactly the operations `torch.cuda.set_sync_debug_mode("warn")` reports.
+
+On a CPU every tensor is already on the host, so the run is read as the same script on a GPU
+would run: every tensor counts as on the device except what the script copied to the host
+(`.cpu()`, which then returns a copy, as it does from a GPU) and what it computes from such copies
+alone. `.tolist()` and `.numpy()` have no operation of their own on a CPU tensor: they are counted
+by wrapping them. Reads by the probe itself and inside optimizer.step (Adam's step counter lives on
+the CPU) are not the script's.
+"""
+
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakTensorKeyDictionary
+
+aten = torch.ops.aten
+
+# Operations whose result (a value, or the size of the output) the host must wait for.
+WAITS = {aten._local_scalar_dense.default, aten.equal.default, aten.allclose.default, aten.nonzero.default,
+         aten.masked_select.default, aten._unique2.default, aten._unique.default, aten.unique_dim.default,
+         aten.unique_consecutive.default, aten.bincount.default}
+BOOLEAN_INDEXING = {aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default}
+
+
+def _boolean_index(args):
+    return any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in args[1])
+
+
+def _copy_to_host(func, args, kwargs):
+    if func is aten._to_copy.default:
+        target = kwargs.get("device")
+        return (target is not None and torch.device(target).type == "cpu" and args[0].device.type != "cpu"
+                and not kwargs.get("non_blocking", False))
+    dst, src = args[0], args[1]  # copy_(dst, src, non_blocking)
+    non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+    return dst.device.type == "cpu" and src.device.type != "cpu" and not non_blocking
+
+
+def is_host_read(func, args, kwargs):
+    """Whether this aten operation waits for the device to hand the host a value."""
+    if func in WAITS:
+        return True
+    if func in BOOLEAN_INDEXING:
+        return _boolean_index(args)
+    if func is aten.repeat_interleave.Tensor:
+        return kwargs.get("output_size") is None
+    if func is aten._to_copy.default or func is aten.copy_.default:
+        return _copy_to_host(func, args, kwargs)
+    return False
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if isinstance(v, torch.Tensor):
+                yield v
+
+
+class HostReads(TorchDispatchMode):
+    """Counts the script's host reads into `clock` (reads, and the seconds they waited)."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+        self.host = WeakTensorKeyDictionary()  # tensors the script copied to the host, and their descendants
+
+    def counting(self):
+        return not self.clock.probe.reading_internally
+
+    @staticmethod
+    def simulating():
+        """No GPU in this run: every tensor is on the CPU, read as the device it stands for."""
+        return not (torch.cuda.is_available() and torch.cuda.is_initialized())
+
+    def on_device(self, tensors):
+        """Whether a read of these tensors waits for a device (on a CPU run: any not copied to the host)."""
+        if not self.simulating():
+            return any(t.device.type != "cpu" for t in tensors)
+        return any(t not in self.host for t in tensors) if len(self.host) else bool(tensors)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not (self.counting() and is_host_read(func, args, kwargs)):
+            out = func(*args, **kwargs)
+            if len(self.host):
+                self._propagate(args, out)
+            return out
+        inputs = [t for a in args for t in _tensors(a)]
+        if func is aten.copy_.default or func is aten._to_copy.default or self.on_device(inputs):
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.clock.host_read(time.perf_counter() - start)
+        out = func(*args, **kwargs)
+        self._propagate(args, out)
+        return out
+
+    def _propagate(self, args, out):
+        """An operation on host tensors alone makes host tensors."""
+        inputs = [t for a in args for t in _tensors(a)]
+        if inputs and all(t in self.host for t in inputs):
+            for t in _tensors(out):
+                self.host[t] = True
+
+    # ---------------------------------------------------------------- Python methods with no operation on a CPU
+    def patches(self):
+        return [(torch.Tensor, "tolist", self._wrap_read), (torch.Tensor, "numpy", self._wrap_read),
+                (torch.Tensor, "cpu", self._wrap_cpu)]
+
+    def _wrap_read(self, original):
+        reads = self
+
+        def read(tensor, *args, **kwargs):
+            if reads.counting() and reads.simulating() and reads.on_device([tensor]):
+                start = time.perf_counter()
+                try:
+                    return original(tensor, *args, **kwargs)
+                finally:
+                    reads.clock.host_read(time.perf_counter() - start)
+            return original(tensor, *args, **kwargs)
+
+        return read
+
+    def _wrap_cpu(self, original):
+        reads = self
+
+        def cpu(tensor, *args, **kwargs):
+            if not (reads.counting() and reads.simulating() and reads.on_device([tensor])):
+                return original(tensor, *args, **kwargs)
+            start = time.perf_counter()
+            out = original(tensor, *args, **kwargs)
+            if out is tensor:  # from a GPU, .cpu() returns a copy: the script's later reads of it are free
+                out = tensor.clone()
+            reads.host[out] = True
+            reads.clock.host_read(time.perf_counter() - start)
+            return out
+
+        return cpu

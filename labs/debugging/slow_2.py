@@ -3,7 +3,8 @@
 #|     together
 #| cause host-syncs-in-loop (device): per-class accuracy (top-1 and top-3), loss and confidence
 #|     are tracked with Python loops over the batch: every int() and float() of a tensor element
-#|     is a host read (a device synchronisation on a GPU), hundreds per step.
+#|     is a host read (a device synchronisation on a GPU), hundreds per step. torch.bincount and
+#|     boolean masks wait for the device too (each sizes its output from the data): index_add_ does not.
 """Train a small MLP on the workbook's images and report per-class statistics."""
 
 import os
@@ -57,10 +58,10 @@ for epoch in range(2):
             class_loss[label] += float(per_sample[i])  # BUG[host-syncs-in-loop]
             confidence[label] += float(probs[i, label])  # BUG[host-syncs-in-loop]
             confusion[label, int(pred[i])] += 1  # BUG[host-syncs-in-loop]
-        #+[host-syncs-in-loop] confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)  # the same, on the device
-        #+[host-syncs-in-loop] class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)
-        #+[host-syncs-in-loop] confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)
-        #+[host-syncs-in-loop] top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)
+        #+[host-syncs-in-loop] confusion.view(-1).index_add_(0, y * 10 + pred, torch.ones_like(y, dtype=confusion.dtype))  # the same, on the device
+        #+[host-syncs-in-loop] class_loss.index_add_(0, y, per_sample.detach())  # index_add_ never waits for the host
+        #+[host-syncs-in-loop] confidence.index_add_(0, y, probs.gather(1, y[:, None]).squeeze(1))
+        #+[host-syncs-in-loop] top3_hits.index_add_(0, y, (top3 == y[:, None]).any(1).to(top3_hits.dtype))
         #+[host-syncs-in-loop] seen, hits = confusion.sum(1), confusion.diag()  # both follow from the confusion matrix
         if step % 20 == 0:
             print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")

@@ -51,8 +51,8 @@ for epoch in range(2):
         for i in range(len(y)):  # BUG[host-syncs-in-loop]: per-element host reads, every step
             seen[int(y[i])] += 1  # BUG[host-syncs-in-loop]
             hits[int(y[i])] += int(pred[i] == y[i])  # BUG[host-syncs-in-loop]
-        #+[host-syncs-in-loop] seen += torch.bincount(y, minlength=10)  # on the device, no host reads
-        #+[host-syncs-in-loop] hits += torch.bincount(y[pred == y], minlength=10)
+        #+[host-syncs-in-loop] seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))  # on the device: nothing waits for the host
+        #+[host-syncs-in-loop] hits.index_add_(0, y, (pred == y).to(hits.dtype))
         if step % 20 == 0:
             print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")
 print("per-class train accuracy", (hits / seen.clamp(min=1)).tolist())

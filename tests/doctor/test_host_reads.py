@@ -1,6 +1,9 @@
 """Host reads are counted where they happen (`trainlab.doctor.instruments.syncs`): one test per path
 by which a device value reaches Python, whatever API the script used, and the paths that do not
-wait for the device. The exercise checks read the same count (slow_2, slow_3, drills)."""
+wait for the device. The exercise checks read the same count (slow_2, slow_3, drills). Under
+`make test-gpu` the same paths run on CUDA, cross-checked with torch.cuda.set_sync_debug_mode."""
+
+import warnings
 
 import pytest
 import torch
@@ -31,39 +34,60 @@ PATHS = [
     ("unique", lambda loss, logits, y: y.unique(), 1),
     ("bincount", lambda loss, logits, y: torch.bincount(y, minlength=4), 1),
     ("tolist", lambda loss, logits, y: y.tolist(), 1),
-    ("numpy", lambda loss, logits, y: logits.detach().numpy(), 1),
+    ("numpy of a copy", lambda loss, logits, y: logits.detach().cpu().numpy(), 1),
     ("cpu", lambda loss, logits, y: y.cpu(), 1),
     ("a Python loop of int() over a batch", lambda loss, logits, y: [int(v) for v in y[:5]], 5),
     # no host read: the values stay on the device, or were copied to the host once
     ("argmax and a comparison", lambda loss, logits, y: (logits.argmax(1) == y).sum(), 0),
-    ("integer-tensor indexing", lambda loss, logits, y: logits[torch.arange(4), y[:4]], 0),
+    ("integer-tensor indexing", lambda loss, logits, y: logits[torch.arange(4, device=y.device), y[:4]], 0),
     ("detach", lambda loss, logits, y: loss.detach(), 0),
     ("reads of a host copy", lambda loss, logits, y: [int(v) for v in y.cpu()[:5]], 1),
     ("tolist of a host copy", lambda loss, logits, y: y.cpu().tolist(), 1),
 ]
 
 
-def reads_per_step(after_step, steps=4):
-    model = tiny()
+def reads_per_step(after_step, steps=4, device="cpu", syncs=None):
+    """Host reads the probe counts per step; syncs (a list), on CUDA: the synchronisations
+    set_sync_debug_mode reports in each after_step."""
+    model = tiny().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)  # Adam reads its step count: not the script's
     with Probe(max_steps=steps) as probe:
         try:
             for x, y in batches(steps + 1):
+                x, y = x.to(device), y.to(device)
                 logits = model(x)
                 loss = F.cross_entropy(logits, y)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                after_step(loss, logits, y)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    if syncs is not None:
+                        torch.cuda.set_sync_debug_mode("warn")
+                    try:
+                        after_step(loss, logits, y)
+                    finally:
+                        if syncs is not None:
+                            torch.cuda.set_sync_debug_mode(0)
+                if syncs is not None:
+                    syncs.append(sum("synchroniz" in str(w.message) for w in caught))
         except StopTraining:
             pass
     return probe.clock.host_reads
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("path, after_step, reads", PATHS, ids=[p[0] for p in PATHS])
-def test_every_path_to_the_host_is_counted_once_where_it_happens(path, after_step, reads):
+def test_every_path_to_the_host_is_counted_once_where_it_happens(path, after_step, reads, device):
+    syncs = [] if torch.device(device).type == "cuda" else None
     # what the script does after step k falls in step k + 1 (a step runs optimizer step to optimizer step)
-    assert reads_per_step(after_step)[1:] == [reads] * 3
+    assert reads_per_step(after_step, device=device, syncs=syncs)[1:] == [reads] * 3
+    if syncs is not None:  # the GPU's own account: the same paths synchronise (some ops more than once)
+        assert all((n > 0) == (reads > 0) for n in syncs), syncs
+
+
+def test_numpy_of_a_device_tensor_is_a_host_read_on_a_cpu_run():
+    assert reads_per_step(lambda loss, logits, y: logits.detach().numpy())[1:] == [1] * 3
 
 
 def test_cpu_returns_a_copy_on_a_cpu_run_as_it_does_from_a_gpu():
@@ -91,3 +115,42 @@ def test_the_probes_own_reads_and_the_optimizers_are_not_counted():
         except StopTraining:
             pass
     assert probe.clock.host_reads == [0, 0, 0] and probe.steps == 3
+
+
+def test_the_scripts_own_code_inside_optimizer_step_is_counted_and_torch_optims_is_not():
+    model = tiny()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer.register_step_post_hook(lambda opt, args, kwargs: [int(v) for v in opt.param_groups[0]["params"][1][:3]])
+    data = iter(batches(5))
+
+    def closure():
+        x, y = next(data)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        int(y[0])  # the script's read, inside the step
+        return loss
+
+    with Probe(max_steps=4) as probe:
+        try:
+            for _ in range(5):
+                optimizer.step(closure)
+        except StopTraining:
+            pass
+    assert probe.clock.host_reads[1:] == [4] * 3  # one in the closure, three in the hook; none of Adam's
+
+
+def test_reads_in_a_thread_the_script_starts_are_counted():
+    import threading
+
+    def after_step(loss, logits, y):
+        worker = threading.Thread(target=lambda: [int(v) for v in y[:6]])
+        worker.start()
+        worker.join()
+
+    assert reads_per_step(after_step)[1:] == [6] * 3
+
+
+def test_to_a_cpu_device_is_a_move_to_the_device_on_a_cpu_run_not_a_read():
+    # scripts spell their device "cpu" as often as torch.device("cpu"): .to() of either is not told apart
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to("cpu")[:5]])[1:] == [5] * 3

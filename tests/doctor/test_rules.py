@@ -88,6 +88,19 @@ def test_the_device_rules_read_time_waiting_host_reads_and_batch_size():
     assert device.batch_too_small({"batch_size": 64, "steps": 10, "step_s": 0.01}, {}) is None
 
 
+def test_graphs_kept_alive_are_told_by_what_keeps_them():
+    quiet = {"saved_growth_per_step": 0.0, "saved_bytes_after_step": [0] * 8, "graphs_alive_after_step": [0] * 8,
+             "graph_nodes_alive_after_step": [0] * 8, "losses_alive_after_step": [0] * 8,
+             "graph_nodes_kept_after_step": [0] * 8}
+    assert device.graph_kept_alive(quiet, {}) is None
+    constant = {**quiet, "graph_nodes_kept_after_step": [0, 0] + [1] * 6}  # one node made before the loop, reused
+    assert device.graph_kept_alive(constant, {}) is None
+    outputs = {**quiet, "graph_nodes_kept_after_step": [0, 5, 10, 15, 20, 25, 30, 35]}  # a list of outputs
+    finding = device.graph_kept_alive(outputs, {})
+    assert finding.severity == "warning" and "kept by tensors other than the losses" in finding.title
+    assert finding.evidence["graph_nodes_kept"] == 35
+
+
 def test_trend_tells_a_falling_loss_from_noise_around_a_level():
     falling = [2.3 * math.exp(-i / 40) + 0.02 * ((i * 7919) % 13 - 6) / 6 for i in range(120)]
     flat = [2.3 + 0.05 * ((i * 7919) % 13 - 6) / 6 for i in range(120)]

@@ -136,3 +136,38 @@ def no_lr_schedule(text):
 def train_longer(text, factor=10):
     """Ten times as many epochs."""
     return _sub_once(r"range\((\d+)\):", lambda m: f"range({int(m.group(1)) * factor}):", text, "train longer")
+
+
+# ---------------------------------------------------------------- edits built around a script's text
+def dedent(text, by=4):
+    return "".join(line[by:] if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def masters_by_hooks(optimizer_line, new_optimizer_line, resync):
+    """fp32 master copies of a 16-bit model, moved in and out by optimizer step hooks. resync=True:
+    the pre-hook also re-makes the masters from the 16-bit model before every update."""
+    load = ("            m.copy_(p)  # the masters start from the model's weights\n"
+            "            m.grad = p.grad.float()\n") if resync else \
+        "            m.grad, p.grad = p.grad.float(), None\n"
+    return (optimizer_line,
+            "master = [p.detach().float().requires_grad_() for p in model.parameters()]  # fp32 master weights\n"
+            + new_optimizer_line + "\n\n\n"
+            "def masters_in(opt, args, kwargs):  # before each update: fp32 gradients into the masters\n"
+            "    with torch.no_grad():\n"
+            "        for m, p in zip(master, model.parameters()):\n" + load + "\n\n"
+            "def masters_out(opt, args, kwargs):  # after it: the model's weights from the masters\n"
+            "    with torch.no_grad():\n"
+            "        for m, p in zip(master, model.parameters()):\n"
+            "            p.copy_(m)\n\n\n"
+            "optimizer.register_step_pre_hook(masters_in)\n"
+            "optimizer.register_step_post_hook(masters_out)")
+
+
+def round_weights_hook(dtype):
+    return ("loss_fn = nn.CrossEntropyLoss()\n",
+            "loss_fn = nn.CrossEntropyLoss()\n\n\n"
+            "def round_weights(opt, args, kwargs):  # the weights stay exact in the 16-bit format\n"
+            "    with torch.no_grad():\n"
+            "        for p in model.parameters():\n"
+            f"            p.copy_(p.to({dtype}))\n\n\n"
+            "optimizer.register_step_post_hook(round_weights)\n")

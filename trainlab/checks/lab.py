@@ -34,7 +34,6 @@ from trainlab.checks.core import (Exercise, Incorrect, LearnerError, NotAttempte
                                   same_text)
 from trainlab.checks.measure import run_variants
 from trainlab.doctor import causes
-from trainlab.doctor.instruments.graphs import SCAN_STEPS
 
 MB = 1e6
 LOW_PRECISION = ("torch.float16", "torch.bfloat16")
@@ -371,19 +370,20 @@ def graph_growth_at_most(bytes_per_step):
 @dataclass(frozen=True)
 class GraphsReleased:
     """graph-kept-alive: no step's autograd graph outlives it - the memory graphs hold for backward
-    does not grow (saved activations kept, as retain_graph=True does), and no more live tensors than
-    in the solution's run hold a graph an earlier step built, whatever keeps them (a list of losses
-    or outputs, a running sum, copies with a grad_fn): counted by what keeps them, not one pattern."""
+    does not grow (saved activations kept, as retain_graph=True does), and no more nodes of earlier
+    steps' graphs stay alive than in the solution's run, whatever keeps them (a list of losses or
+    outputs, a running sum, copies with a grad_fn): counted by what keeps them, not one pattern."""
 
     growth: float = causes.limit("graph-kept-alive", "check")["growth_bytes"]
 
     def judge(self, mine, ref):
         graph_growth_at_most(self.growth).judge(mine, ref)
-        scans = mine.get("graph_holders_after_step") or []
-        held, ref_held = (scans or [0])[-1], (ref.get("graph_holders_after_step") or [0])[-1]
+        kept = mine.get("graph_nodes_kept_after_step") or []
+        held, ref_held = max(kept, default=0), max(ref.get("graph_nodes_kept_after_step") or [], default=0)
         if held > ref_held:
-            raise Incorrect(f"after step {SCAN_STEPS[len(scans) - 1]}, {held} tensors made in earlier steps still hold "
-                            f"their autograd graph (the solution's run: {ref_held})")
+            at = kept.index(held) + 1
+            raise Incorrect(f"after step {at}, {held} nodes of the autograd graphs of earlier steps were still alive, "
+                            f"kept by tensors the script holds (the solution's run: at most {ref_held})")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ Used by notebook 01 (`%%lab debugging/nc_7`, ...). Each hint ladder follows the
 checklist: look at the evidence first, then the category, then the fix.
 """
 
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
+from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, dedent, lower_lr,
+                                    masters_by_hooks, round_weights_hook, train_longer)
 from trainlab.checks.lab import (BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised,
                                  LabelsInformative, LabExercise, Learns, NoConstantWeights, ReportKept,
                                  ScheduleMatches, data_wait_at_most, sample_fetches_at_most)
@@ -71,6 +72,73 @@ def MASTERS(sync):  # noqa: N802 - reads as the pairs it returns
              + "            m.grad = p.grad.float()\n        optimizer.step()\n"
              "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
              "                p.copy_(m)\n"))
+
+
+# Found by issue 33's held-out batch (benchmarks/corpus_heldout_33.py) and kept: the script's own code run
+# inside optimizer.step (a hook, a closure) or in a thread, fp32 masters re-made in a step hook.
+SLOW2_HEAD = ("        pred = logits.argmax(1)\n"
+              "        probs = logits.detach().softmax(1)\n"
+              "        top3 = logits.topk(3, dim=1).indices\n")
+SLOW2_LOOP = LOOP
+SLOW2_EPOCHS = "for epoch in range(2):\n"
+
+# The per-class loop moved into an optimizer step post-hook: the same 6 host reads per sample
+# (about 1,500 device syncs per step), only called from inside optimizer.step(). WRONG.
+SLOW2_POST_HOOK = shipped(
+    (SLOW2_HEAD + SLOW2_LOOP, ""),
+    (SLOW2_EPOCHS,
+     "def per_class_report(opt, args, kwargs):\n"
+     "    \"\"\"After every optimizer step: the per-class bookkeeping, out of the training loop.\"\"\"\n"
+     + dedent(SLOW2_HEAD) + dedent(SLOW2_LOOP) +
+     "\n\noptimizer.register_step_post_hook(per_class_report)\n\n" + SLOW2_EPOCHS))
+
+# The per-sample loop in a background thread, at most one step behind: every int()/float() is
+# still a device sync (on a GPU it drains the stream the training thread feeds) and the loop
+# holds the GIL against the training thread. The reads moved, they did not go away. WRONG.
+SLOW2_THREAD = shipped(
+    (SLOW2_LOOP,
+     "        if pending is not None:\n"
+     "            pending.result()  # at most one step behind\n"
+     "        pending = report_pool.submit(per_class_report, y, pred, top3, per_sample.detach(), probs)\n"),
+    (SLOW2_EPOCHS,
+     "from concurrent.futures import ThreadPoolExecutor\n\n"
+     "report_pool = ThreadPoolExecutor(max_workers=1)  # the per-class bookkeeping runs beside training\n"
+     "pending = None\n\n\n"
+     "def per_class_report(y, pred, top3, per_sample, probs):\n" + dedent(SLOW2_LOOP) + "\n\n" + SLOW2_EPOCHS),
+    ('print("per-class train accuracy"', 'report_pool.shutdown(wait=True)\nprint("per-class train accuracy"'))
+
+# Loader fixed; forward, backward and the per-sample counting moved into an optimizer.step
+# closure (the LBFGS form SGD accepts): the 2 x 256 int() reads per step are all still there. WRONG.
+SLOW3_CLOSURE = Edit(fixes=("data-loader-starves",), replace=((
+    "        logits = model(x)\n"
+    "        loss = loss_fn(logits, y)\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "        pred = logits.argmax(1)\n"
+    "        for i in range(len(y)):\n"
+    "            seen[int(y[i])] += 1\n"
+    "            hits[int(y[i])] += int(pred[i] == y[i])\n",
+    "        def closure():  # one step's work, run by the optimizer\n"
+    "            optimizer.zero_grad()\n"
+    "            logits = model(x)\n"
+    "            loss = loss_fn(logits, y)\n"
+    "            loss.backward()\n"
+    "            pred = logits.argmax(1)\n"
+    "            for i in range(len(y)):\n"
+    "                seen[int(y[i])] += 1\n"
+    "                hits[int(y[i])] += int(pred[i] == y[i])\n"
+    "            return loss\n\n"
+    "        loss = optimizer.step(closure)\n"),))
+
+NAN3_OPT = "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)"
+# The masters are re-made from the fp16 model inside every step (a pre-hook): every update is
+# added to fp16-rounded values and rounded to fp16 again - fp16 master weights in fp32 clothing. WRONG.
+NAN3_HOOK_RESYNC = shipped(masters_by_hooks(NAN3_OPT, "optimizer = torch.optim.Adam(master, lr=1e-3)", resync=True),
+                           ("        optimizer.zero_grad()\n", "        model.zero_grad()\n"))
+# The fix, with the weights rounded to fp16 after each update (a post-hook): the fp32 weights then
+# hold no more than fp16 does, so updates below half an fp16 step vanish - what fp32 masters are for. WRONG.
+NAN3_ROUND_HOOK = fixed(round_weights_hook("torch.float16"))
 
 
 EXERCISES = [
@@ -400,6 +468,9 @@ EXERCISES = [
                                             "            for p in model.parameters():\n                p.copy_(p.half())\n")),
                 reason="overwritten"),
             CorrectAlternative("fp32 master weights kept by hand", shipped(*MASTERS(sync=False))),
+            WrongFix("fp32 masters re-made from the fp16 model in a step pre-hook", NAN3_HOOK_RESYNC, kind="partial",
+                     reason="overwritten"),
+            WrongFix("the fix, weights rounded to fp16 in a step post-hook", NAN3_ROUND_HOOK, reason="overwritten"),
             CorrectAlternative("the usual AMP recipe: unscale_, clip at 1.0, step", fixed(
                 ("        scaler.step(optimizer)", "        scaler.unscale_(optimizer)\n"
                  "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        scaler.step(optimizer)"))),
@@ -441,7 +512,8 @@ EXERCISES = [
             "Hundreds of host reads per step, each a device synchronisation on a GPU: a device "
             "problem.",
             "Look at the per-class statistics code inside the training loop.",
-            "Keep the statistics on the device with tensor ops (torch.bincount) and read them "
+            "Keep the statistics on the device with tensor ops that never wait for the host "
+            "(index_add_; bincount and boolean masks size their output from the data, so they wait) and read them "
             "once per epoch.",
         ),
         corpus=(
@@ -451,17 +523,18 @@ EXERCISES = [
                                                               "        for i in range(len(y) if step % 4 == 0 else 0):")),
                      kind="mask", reason="host reads"),
             WrongFix("no per-class report", Edit(fixes="all", replace=tuple((line, "") for line in (
-                "        confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)  # the same, on the device\n",
-                "        class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)\n",
-                "        confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)\n",
-                "        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n",
+                "        confusion.view(-1).index_add_(0, y * 10 + pred, torch.ones_like(y, dtype=confusion.dtype))  # the "
+                "same, on the device\n",
+                "        class_loss.index_add_(0, y, per_sample.detach())  # index_add_ never waits for the host\n",
+                "        confidence.index_add_(0, y, probs.gather(1, y[:, None]).squeeze(1))\n",
+                "        top3_hits.index_add_(0, y, (top3 == y[:, None]).any(1).to(top3_hits.dtype))\n",
                 "        seen, hits = confusion.sum(1), confusion.diag()  # both follow from the confusion matrix\n"))),
                 kind="deletion", reason="sums to"),
             WrongFix("under torch.no_grad()", shipped(("        for i in range(len(y)):",
                                                        "        with torch.no_grad():\n          for i in range(len(y)):")),
                      kind="mask", reason="host reads"),
             WrongFix("top-1 counts only", Edit(fixes="all", replace=(
-                ("        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n", ""),)),
+                ("        top3_hits.index_add_(0, y, (top3 == y[:, None]).any(1).to(top3_hits.dtype))\n", ""),)),
                 kind="partial", reason="top3_hits"),
             CorrectAlternative("one bulk transfer per tensor per step", shipped(
                 ("        for i in range(len(y)):\n",
@@ -497,6 +570,15 @@ EXERCISES = [
                 ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += float(loss_c[i])\n"),
                 ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += float(probs_c[i, label])\n"),
                 ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, int(pred_c[i])] += 1\n"))),
+            WrongFix("the per-class loop in an optimizer step post-hook", SLOW2_POST_HOOK, kind="other",
+                     reason="host reads"),
+            WrongFix("the per-sample loop in a background thread", SLOW2_THREAD, kind="mask", reason="host reads"),
+            CorrectAlternative("bincount on the device (five waits a step, not hundreds)", shipped((LOOP,
+                "        confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)\n"
+                "        class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)\n"
+                "        confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)\n"
+                "        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n"
+                "        seen, hits = confusion.sum(1), confusion.diag()\n"))),
         )),
     LabExercise(
         "debugging/slow_3", mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (
@@ -507,7 +589,7 @@ EXERCISES = [
             "each alone is slow.",
             "Look at the input pipeline (transforms, DataLoader) and at the per-class accuracy "
             "code in the loop.",
-            "Batch the preprocessing on the device, and count per-class hits with torch.bincount "
+            "Batch the preprocessing on the device, and count per-class hits with index_add_ "
             "on the device.",
         ),
         corpus=(
@@ -517,8 +599,17 @@ EXERCISES = [
             WrongFix("bigger batches", shipped(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
                      kind="mask", reason="waiting for the next batch"),
             WrongFix("loader fixed, no per-class report", Edit(fixes="all", replace=(
-                ("        seen += torch.bincount(y, minlength=10)  # on the device, no host reads\n", ""),
-                ("        hits += torch.bincount(y[pred == y], minlength=10)\n", ""))), kind="deletion", reason="sums to"),
+                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))  # on the device: nothing waits for the "
+                 "host\n", ""),
+                ("        hits.index_add_(0, y, (pred == y).to(hits.dtype))\n", ""))), kind="deletion", reason="sums to"),
+            # a handful of waits per step, not hundreds: bincount and a boolean mask each wait once
+            WrongFix("loader fixed, the step and the counting in a step closure", SLOW3_CLOSURE, kind="partial",
+                     reason="host reads"),
+            CorrectAlternative("bincount on the device", Edit(fixes="all", replace=(
+                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))  # on the device: nothing waits for the "
+                 "host\n", "        seen += torch.bincount(y, minlength=10)\n"),
+                ("        hits.index_add_(0, y, (pred == y).to(hits.dtype))\n",
+                 "        hits += torch.bincount(y[pred == y], minlength=10)\n")))),
             # a learner's walk: the hint's recipe with the loader rewritten and set_epoch left out - the same
             # classes counted in another order, still the report
             CorrectAlternative("the fix without set_epoch", Edit(fixes="all", replace=(

@@ -25,7 +25,11 @@ RING_FACTOR = {
     "broadcast": lambda n: 1.0 if n > 1 else 0.0,
     "sparse_all_reduce": lambda n: n - 1,  # this rank's (index, value) pairs reach the n-1 others
     "all_to_all": lambda n: 1.0,  # recorded as the bytes actually leaving this rank
+    "all_to_all_list": lambda n: (n - 1) / n,  # dist.all_to_all of lists: all but this rank's own chunk
     "send": lambda n: 1.0,  # point to point
+    "gather": lambda n: 1.0,  # every rank's input travels to the root (the root's own, counted too, is a bound)
+    "scatter": lambda n: (n - 1) / n,  # the root's chunks to the n-1 others (other ranks hand it nothing)
+    "reduce": lambda n: 1.0,  # a tree or chain: each rank passes one tensor's worth on
 }
 
 _C10D = {  # c10d op name -> (kind, index of the full-size tensor among the op's arguments)
@@ -39,6 +43,10 @@ _C10D = {  # c10d op name -> (kind, index of the full-size tensor among the op's
     "allreduce_": ("all_reduce", 0),
     "allreduce_coalesced_": ("all_reduce", 0),
     "broadcast_": ("broadcast", 0),
+    "alltoall_": ("all_to_all_list", 1),  # (outputs, inputs, group, ...)
+    "gather_": ("gather", 1),  # ([[outputs]], [inputs], group, root, ...)
+    "scatter_": ("scatter", 1),  # ([outputs], [[inputs]], group, root, ...)
+    "reduce_": ("reduce", 0),  # ([tensors], group, op, root, ...)
 }
 
 

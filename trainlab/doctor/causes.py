@@ -209,8 +209,8 @@ ALL = {c.id: c for c in (
           question='does memory held for backward grow from step to step?',
           evidence=('memory-per-step',),
           symptoms=('memory',),
-          mechanism="autograd graphs of earlier steps still alive, counted through weak references: saved tensors tagged by step (critical: activations kept, as with `retain_graph=True`), or a marker in each inspected loss's `grad_fn` metadata (warning: nodes kept by a list of losses or `total += loss`); weak references to the loss tensors tell a list from a running sum; and whatever keeps them, live tensors whose graph reaches a node an earlier step built (a scan of the live tensors after steps 2, 4 and 6, tagging the nodes it sees)",
-          fields=('graphs_alive_after_step', 'steps_checked', 'loss_tensors_alive', 'growth_bytes_per_step', 'held_bytes_last_step', 'graph_holders')),
+          mechanism="autograd graphs of earlier steps still alive, counted through weak references: saved tensors tagged by step (critical: activations kept, as with `retain_graph=True`), or a marker in each inspected loss's `grad_fn` metadata (warning: nodes kept by a list of losses or `total += loss`); weak references to the loss tensors tell a list from a running sum; and whatever keeps them, a marker in every node of each inspected loss graph: the nodes of earlier steps still alive (warning when they pile up: outputs or activations kept across steps)",
+          fields=('graphs_alive_after_step', 'steps_checked', 'loss_tensors_alive', 'growth_bytes_per_step', 'held_bytes_last_step', 'graph_nodes_kept')),
     Cause('crash', 'run',
           symptoms=('crash',),
           mechanism="the script raised: the message, and where (file:line); the traceback is in the report's `crash`",
@@ -309,7 +309,7 @@ _LIMITS = {
                                         "mean_from_reference": 0.25, "std_ratio": 1.5}},
     # the check compares the loss's gradient at the logits with the solution's (the doctor has no solution)
     "softmax-before-cross-entropy": {"check": {"logit_gradient_cosine": 0.95}},
-    # saved activations growing per step, and live tensors holding an earlier step's graph beyond the solution's
+    # saved activations growing per step, and nodes of earlier steps' graphs alive beyond the solution's
     "graph-kept-alive": {"check": {"growth_bytes": 1e6}},
     "zero-initialisation": {"doctor": {"constant_share": 0.5},  # at least half the weight tensors constant
                             "check": {"constant_tensors": 1}},  # any constant weight tensor

@@ -80,6 +80,7 @@ class Probe:
         self._done = False  # enough steps: stop where the next one begins
         self._backward_since_forward = False
         self._internal = 0  # > 0 while the probe itself reads tensors: not the script's syncs
+        self.stepping = False  # inside optimizer.step (between the global step hooks)
         self._depth = 0  # module call nesting depth
         self._patches = None
         # The instruments, in the order each event reaches them.
@@ -185,11 +186,11 @@ class Probe:
     def _before_step(self, optimizer, args, kwargs):
         if self._done:
             raise StopTraining
-        self._internal += 1  # the optimizer's own reads (e.g. Adam's step count) are not the script's
+        self.stepping = True  # torch.optim's own reads (Adam's step count) are not the script's: syncs.py
         self._send("step_start", optimizer)
 
     def _after_step(self, optimizer, args, kwargs):
-        self._internal -= 1
+        self.stepping = False
         now = time.perf_counter()
         self._send("step_end", optimizer, now)
         self.steps += 1

@@ -12,7 +12,8 @@ autocast stays on (fp16).
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr
+from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, masters_by_hooks,
+                                    round_weights_hook)
 from trainlab.checks.lab import BY_CAUSE, LabExercise
 from trainlab.memory.labcheck import COMPUTE_BUDGET, GRAD_TOLERANCE, MEMORY_BUDGET
 
@@ -71,6 +72,11 @@ def shipped(*pairs, then=()):
     return Edit(replace=pairs, then=then)
 
 
+def fixed(*pairs, then=()):
+    """An Edit of the solution."""
+    return Edit(fixes="all", replace=pairs, then=then)
+
+
 def raise_lr(text):
     return lower_lr(text, 0.1)
 
@@ -84,6 +90,20 @@ def checkpointed(condition, reentrant=False):
     return shipped(IMPORT, (SHIPPED_LOOP, "    for i, block in enumerate(model.blocks):\n"
                                           f"        x = checkpoint(block, x, use_reentrant={reentrant}) if {condition} "
                                           "else block(x)\n"))
+
+
+# Found by issue 33's held-out batch (benchmarks/corpus_heldout_33.py): fp32 masters moved through step hooks.
+PREC1_OPT = "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.05)"
+PREC1_NEW_OPT = "optimizer = torch.optim.AdamW(master, lr=3e-4, weight_decay=0.05)"
+# bf16 twin of NAN3_HOOK_RESYNC: updates and weight decay below half a bf16 step are lost every step. WRONG.
+PREC1_HOOK_RESYNC = shipped(masters_by_hooks(PREC1_OPT, PREC1_NEW_OPT, resync=True),
+                            ("        optimizer.zero_grad()\n", "        model.zero_grad()\n"))
+# The fix, weights rounded to bf16 after each update: bf16 master weights again. WRONG.
+PREC1_ROUND_HOOK = fixed(round_weights_hook("torch.bfloat16"))
+# fp32 masters kept by hand through optimizer hooks, never re-made from the bf16 model: gradients
+# moved in before the update (the model's cleared), the bf16 model refreshed after it; the loop's
+# optimizer.zero_grad() clears the masters' gradients. The update accumulates in fp32. CORRECT.
+PREC1_HOOK_MASTERS = shipped(masters_by_hooks(PREC1_OPT, PREC1_NEW_OPT, resync=False))
 
 
 EXERCISES = [
@@ -214,6 +234,9 @@ EXERCISES += [
                 MASTERS_TO_MODEL),
                 kind="partial", reason="overwritten"),
             WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="bfloat16"),
+            WrongFix("fp32 masters re-made from the bf16 model in a step pre-hook", PREC1_HOOK_RESYNC, kind="partial",
+                     reason="kept exactly the same value"),
+            CorrectAlternative("fp32 masters kept by hand through step hooks", PREC1_HOOK_MASTERS),
             CorrectAlternative("fp32 master weights kept by hand", shipped(
                 MASTERS, ("        loss.backward()\n", "        loss.backward()\n" + GRADS_TO_MASTERS), MASTERS_TO_MODEL)),
             CorrectAlternative("fp16 autocast with a GradScaler", shipped(

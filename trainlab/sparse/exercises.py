@@ -35,6 +35,17 @@ HINTS = (
     "with out.index_add_(0, idx, val).",
 )
 
+# Parameter-server style: dense gradients gathered to rank 0, summed, the sum scattered back - the
+# right sum at (more than) a dense all-reduce's traffic: no sparse exchange at all. WRONG (deletion).
+SPARSE_GATHER_SCATTER = Edit(replace=(("    grad = grad.coalesce()\n",
+                                 "    dense = grad.to_dense()\n"
+                                 "    rank, size = dist.get_rank(group), dist.get_world_size(group)\n"
+                                 "    parts = [torch.empty_like(dense) for _ in range(size)] if rank == 0 else None\n"
+                                 "    dist.gather(dense, parts, dst=0, group=group)  # every rank's gradient to rank 0\n"
+                                 "    total = torch.stack(parts).sum(0) if rank == 0 else None\n"
+                                 "    dist.scatter(dense, [total] * size if rank == 0 else None, src=0, group=group)\n"
+                                 "    return dense\n"),))
+
 CORPUS = (
     WrongFix("only the sum fixed", Edit(fixes=("repeats-overwritten",)), verdict="error",
              reason="different numbers of non-zeros"),  # all_gather of unequal sizes
@@ -50,6 +61,8 @@ CORPUS = (
     WrongFix("a dense all-reduce", Edit(replace=((  # the right sum, at a dense all-reduce's traffic
         "    grad = grad.coalesce()\n", "    out = grad.to_dense()\n    dist.all_reduce(out, group=group)\n"
         "    return out\n"),)), kind="deletion", reason="a dense all-reduce of the same gradient sends"),
+    WrongFix("a dense gather to rank 0, the sum scattered back", SPARSE_GATHER_SCATTER, kind="deletion",
+             reason="a dense all-reduce of the same gradient sends"),
     WrongFix("exit before the first collective", Edit(replace=(("    grad = grad.coalesce()\n",
                                                                 "    import sys\n    sys.exit()\n"),)),
              verdict="error", reason="SystemExit"),

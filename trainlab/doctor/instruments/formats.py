@@ -29,6 +29,15 @@ class Formats(Instrument):
         # after its update; and the zero/total counts of gradients reaching 16-bit layer outputs.
         self._previous_start, self._after_update = None, None
         self._boundary = [0, 0]
+        # optimizer -> its hook handles: from its second step on, the snapshots are taken by hooks of the
+        # optimizer's own, around the update itself (after the script's step pre-hooks, before its post-hooks:
+        # masters re-made or weights rounded in a hook happen outside the update, as they would between steps)
+        self._hooked = {}
+
+    def remove(self, *exc):
+        for handles in self._hooked.values():
+            for handle in handles:
+                handle.remove()
 
     def sampled(self):
         """Whether this step's number formats are measured: the first steps, then pairs of steps."""
@@ -37,11 +46,25 @@ class Formats(Instrument):
 
     # events
     def step_start(self, optimizer):
+        if optimizer not in self._hooked:
+            self._update_starts(optimizer)
+
+    def step_end(self, optimizer, now):
+        if optimizer not in self._hooked:
+            self._update_ends(optimizer)
+            # registered here, not in step_start: torch is iterating the pre-hooks then, and is done with the
+            # optimizer's own post-hooks now. Ours runs after the script's pre-hooks, before its post-hooks.
+            post = optimizer.register_step_post_hook(lambda o, args, kwargs: self._update_ends(o))
+            optimizer._optimizer_step_post_hooks.move_to_end(post.id, last=False)
+            self._hooked[optimizer] = (optimizer.register_step_pre_hook(lambda o, args, kwargs: self._update_starts(o)),
+                                       post)
+
+    def _update_starts(self, optimizer):
         if self.sampled():
             with self.probe.internal(), torch.no_grad():
                 self._record([p for g in optimizer.param_groups for p in g["params"]])
 
-    def step_end(self, optimizer, now):
+    def _update_ends(self, optimizer):
         if self.sampled():
             with self.probe.internal(), torch.no_grad():
                 self._after_update = (self.probe.steps, [p.detach().clone() for g in optimizer.param_groups

@@ -1,12 +1,10 @@
 """Autograd graphs kept alive across steps: bytes that live graphs hold for backward (saved-tensor
 hooks, tagged by step), weak references to each inspected loss and to a marker in its grad_fn
 (a graph kept by a list of losses or a running sum outlives its saved tensors), and - whatever keeps
-them - the live tensors whose graph reaches a node an earlier step made (a scan of the live tensors
-after a few steps, each scan tagging the nodes it sees)."""
+them - markers in every node of each inspected step's loss graph: any tensor that still holds part
+of an earlier step's graph (a loss, an output, an activation, a copy, a running sum) keeps a node,
+and so its marker, alive."""
 
-import gc
-import itertools
-import warnings
 import weakref
 
 import torch
@@ -79,50 +77,22 @@ class _Saved:
         self.owner.release(self.key, self.step)
 
 
-SCAN_STEPS = (2, 4, 6)  # after these optimizer steps the live tensors are scanned (within the detailed steps)
-SCAN_NODES = 200_000  # nodes one scan visits at most
-_TAG = "trainlab_seen_at"
-_RUNS = itertools.count(1)  # each probed run tags with its own number: graphs of an earlier run are not this one's
+MARK_NODES = 5_000  # nodes of one loss's graph marked at most (a graph kept whole is far past this already)
 
 
-def graph_holders(run, step):
-    """How many live tensors hold an autograd graph that reaches a node this run's scans saw at an
-    earlier step (a graph an earlier step built); nodes not seen before are tagged (run, step). Step 0
-    is the scan when the run starts: what existed before it (another run's leftovers) is not counted.
-    A leaf's AccumulateGrad node is the parameter's, not a step's: it is neither tagged nor counted."""
-    old = {}  # id(node) -> whether it reaches an earlier step's node
-    budget = [SCAN_NODES]
-    holders = 0
-    with warnings.catch_warnings():  # isinstance on deprecated module attributes warns
-        warnings.simplefilter("ignore")
-        for obj in gc.get_objects():
-            try:
-                node = obj.grad_fn if isinstance(obj, torch.Tensor) else None
-            except Exception:  # noqa: BLE001 - objects whose isinstance check or grad_fn raises are not tensors
-                continue
-            if node is not None and _reaches_earlier(node, run, step, old, budget):
-                holders += 1
-    return holders
-
-
-def _reaches_earlier(root, run, step, old, budget):
-    stack, order = [root], []
-    while stack and budget[0] > 0:  # depth first, children before parents (graphs can be long chains)
+def graph_nodes(loss, limit=MARK_NODES):
+    """The nodes of the loss's autograd graph, without the leaves' AccumulateGrad nodes (those are
+    the parameters', alive as long as they are, not a step's)."""
+    root = getattr(loss, "grad_fn", None)
+    seen, stack, nodes = set(), [root] if root is not None else [], []
+    while stack and len(nodes) < limit:
         node = stack.pop()
-        if id(node) in old or type(node).__name__ == "AccumulateGrad":
+        if id(node) in seen or type(node).__name__ == "AccumulateGrad":
             continue
-        budget[0] -= 1
-        old[id(node)] = None  # in progress
-        order.append(node)
+        seen.add(id(node))
+        nodes.append(node)
         stack.extend(n for n, _ in node.next_functions if n is not None)
-    for node in reversed(order):
-        try:
-            tag_run, tag_step = node.metadata.setdefault(_TAG, (run, step))
-        except (AttributeError, RuntimeError, TypeError):  # a node without metadata
-            tag_run, tag_step = run, step
-        earlier = tag_run == run and 0 < tag_step < step
-        old[id(node)] = earlier or any(old.get(id(n)) for n, _ in node.next_functions if n is not None)
-    return bool(old.get(id(root)))
+    return nodes
 
 
 class _GraphMarker:
@@ -131,7 +101,7 @@ class _GraphMarker:
 
 class Graphs(Instrument):
     PROVIDES = ("saved_bytes_after_step", "saved_growth_per_step", "graphs_alive_after_step",
-                "losses_alive_after_step", "graph_nodes_alive_after_step", "graph_holders_after_step")
+                "losses_alive_after_step", "graph_nodes_alive_after_step", "graph_nodes_kept_after_step")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -142,14 +112,13 @@ class Graphs(Instrument):
         self.graph_nodes_alive_after_step = []  # earlier steps' loss grad_fn still alive
         self._loss_refs = []  # (step, weak reference to the loss tensor backward() was called on)
         self._graph_refs = []  # (step, weak reference to a marker stored in that loss's grad_fn)
-        self.graph_holders_after_step = {}  # scanned step -> live tensors holding an earlier step's graph
+        self.graph_nodes_kept_after_step = []  # nodes of earlier steps' loss graphs still alive (any part kept)
+        self._node_refs = []  # (step, weak reference to a marker in one node of that step's loss graph)
         self._hooks = None
 
     def install(self):
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self.saved.pack, SavedBytes.unpack)
         self._hooks.__enter__()
-        self._run = next(_RUNS)
-        graph_holders(self._run, 0)  # tags what already exists: not this run's graphs
 
     def remove(self, *exc):
         self._hooks.__exit__(*exc)
@@ -159,6 +128,8 @@ class Graphs(Instrument):
         if inspect:
             self._loss_refs.append((self.probe.steps, weakref.ref(tensor)))
             self._mark(tensor)
+        if self.probe.steps < 2 * DETAIL_STEPS:
+            self._mark_nodes(tensor)
 
     def step_counted(self, optimizer, now):
         steps = self.probe.steps
@@ -170,9 +141,8 @@ class Graphs(Instrument):
                                                     if step < steps - 1 and ref() is not None))
             self.graph_nodes_alive_after_step.append(sum(1 for step, ref in self._graph_refs
                                                          if step < steps - 1 and ref() is not None))
-        if steps in SCAN_STEPS:
-            with self.probe.internal():
-                self.graph_holders_after_step[steps] = graph_holders(self._run, steps)
+            self.graph_nodes_kept_after_step.append(sum(1 for step, ref in self._node_refs
+                                                        if step < steps - 1 and ref() is not None))
 
     def _mark(self, loss):
         """Store a marker in the loss's grad_fn: it lives as long as the graph's nodes do, so a weak
@@ -185,6 +155,19 @@ class Graphs(Instrument):
         except (AttributeError, RuntimeError, TypeError):  # a leaf loss, or a node without metadata
             pass
 
+    def _mark_nodes(self, loss):
+        """A marker in every node of this step's loss graph not marked yet: a node kept alive by
+        anything keeps its marker alive."""
+        step = self.probe.steps
+        for node in graph_nodes(loss):
+            try:
+                if "trainlab_doctor_node" not in node.metadata:
+                    marker = _GraphMarker()
+                    node.metadata["trainlab_doctor_node"] = marker
+                    self._node_refs.append((step, weakref.ref(marker)))
+            except (AttributeError, RuntimeError, TypeError):  # a node without metadata
+                pass
+
     def summary(self):
         saved = self.saved_after_step
         return {"saved_bytes_after_step": saved,
@@ -192,4 +175,4 @@ class Graphs(Instrument):
                 "graphs_alive_after_step": self.graphs_alive_after_step,
                 "losses_alive_after_step": self.losses_alive_after_step,
                 "graph_nodes_alive_after_step": self.graph_nodes_alive_after_step,
-                "graph_holders_after_step": [self.graph_holders_after_step[s] for s in sorted(self.graph_holders_after_step)]}
+                "graph_nodes_kept_after_step": self.graph_nodes_kept_after_step}

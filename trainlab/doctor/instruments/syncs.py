@@ -11,11 +11,17 @@ a GPU these are exactly the operations `torch.cuda.set_sync_debug_mode("warn")` 
 On a CPU every tensor is already on the host, so the run is read as the same script on a GPU
 would run: every tensor counts as on the device except what the script copied to the host
 (`.cpu()`, which then returns a copy, as it does from a GPU) and what it computes from such copies
-alone. `.tolist()` and `.numpy()` have no operation of their own on a CPU tensor: they are counted
-by wrapping them. Reads by the probe itself and inside optimizer.step (Adam's step counter lives on
-the CPU) are not the script's.
+alone. `.to("cpu")` is not: on a CPU run it cannot be told from `.to(device)` with a device that is
+the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and `.numpy()` have no operation of their own on a CPU
+tensor: they are counted by wrapping them. Threads the script starts during the run are counted
+too (a dispatch mode is per thread). Reads by the probe itself, and by torch.optim's own code inside
+optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
+run inside the step - a closure, a step hook - is.
 """
 
+import os
+import sys
+import threading
 import time
 
 import torch
@@ -58,6 +64,22 @@ def is_host_read(func, args, kwargs):
     return False
 
 
+_TORCH = os.path.dirname(torch.__file__) + os.sep
+_OPTIM = os.path.join(_TORCH, "optim") + os.sep
+
+
+def _optimizers_own_code(frame):
+    """Whether the nearest frame outside torch's internals (and this file) is torch.optim's."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(_OPTIM):
+            return True
+        if not (name.startswith(_TORCH) or name == __file__):
+            return False
+        frame = frame.f_back
+    return False
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         yield value
@@ -70,13 +92,17 @@ def _tensors(value):
 class HostReads(TorchDispatchMode):
     """Counts the script's host reads into `clock` (reads, and the seconds they waited)."""
 
-    def __init__(self, clock):
+    def __init__(self, clock, host=None):
         super().__init__()
         self.clock = clock
-        self.host = WeakTensorKeyDictionary()  # tensors the script copied to the host, and their descendants
+        # tensors the script copied to the host, and their descendants (shared with the modes of its threads)
+        self.host = WeakTensorKeyDictionary() if host is None else host
 
     def counting(self):
-        return not self.clock.probe.reading_internally
+        probe = self.clock.probe
+        if probe.reading_internally:
+            return False
+        return not (probe.stepping and _optimizers_own_code(sys._getframe(2)))
 
     @staticmethod
     def simulating():
@@ -117,7 +143,17 @@ class HostReads(TorchDispatchMode):
     # ---------------------------------------------------------------- Python methods with no operation on a CPU
     def patches(self):
         return [(torch.Tensor, "tolist", self._wrap_read), (torch.Tensor, "numpy", self._wrap_read),
-                (torch.Tensor, "cpu", self._wrap_cpu)]
+                (torch.Tensor, "cpu", self._wrap_cpu), (threading.Thread, "run", self._wrap_thread)]
+
+    def _wrap_thread(self, original):
+        """A thread the script starts runs under a mode of its own, counting into the same clock."""
+        reads = self
+
+        def run(thread):
+            with HostReads(reads.clock, reads.host):
+                return original(thread)
+
+        return run
 
     def _wrap_read(self, original):
         reads = self

@@ -30,7 +30,7 @@ def host_syncs(m, x):
         return Finding("critical" if reads > 64 else "warning", "device", "host-syncs-in-loop",
                        f"{reads} host reads of tensor values per step (each a device sync on a GPU)",
                        {"host_reads_per_step": reads},
-                       "keep metrics on the device (torch ops, bincount) and read them every N steps")
+                       "keep metrics on the device (tensor ops such as index_add_) and read them every N steps")
     if reads:
         return Finding("info", "device", "host-syncs-in-loop", f"{reads} host read(s) per step",
                        {"host_reads_per_step": reads}, "fine on a CPU; on a GPU, read metrics every N steps")
@@ -51,18 +51,19 @@ def graph_kept_alive(m, x):
     is told apart by weak references to the losses themselves."""
     growth, alive = m["saved_growth_per_step"], m.get("graphs_alive_after_step") or []
     nodes = m.get("graph_nodes_alive_after_step") or []
-    holders = m.get("graph_holders_after_step") or []
+    kept_nodes = m.get("graph_nodes_kept_after_step") or []
     heavy = growth > GRAPH_GROWTH_BYTES or graphs_pile_up(m)
-    held = len(holders) >= 3 and holders[-1] >= GRAPHS_ALIVE and holders[-1] > holders[1]  # more as steps go by
+    held = graphs_pile_up(m, "graph_nodes_kept_after_step")  # any part of earlier graphs, kept by anything
     if heavy or graphs_pile_up(m, "graph_nodes_alive_after_step") or held:
         losses_alive = (m.get("losses_alive_after_step") or [0])[-1]
         steps = len(nodes) or len(alive)
-        kept = max(alive[-1] if alive else 0, nodes[-1] if nodes else 0, holders[-1] if holders else 0)
+        kept = max(alive[-1] if alive else 0, nodes[-1] if nodes else 0)
         held_by = (f"the loss tensors of {losses_alive} earlier steps are still referenced (a list or dict of losses)"
                    if losses_alive >= GRAPHS_ALIVE else
                    "no earlier loss tensor is referenced: a running sum or other tensor built from them holds the graphs"
                    if graphs_pile_up(m, "graph_nodes_alive_after_step") else
-                   f"{kept} tensors made in earlier steps (outputs kept in a container?) still hold their graphs")
+                   f"{kept_nodes[-1]} nodes of earlier steps' graphs are alive, kept by tensors other than the losses "
+                   "(outputs or activations kept across steps?)")
         what = ("with their saved activations" if heavy else
                 "(their nodes; backward() freed the saved activations, so memory grows slowly)")
         return Finding("critical" if heavy else "warning", "device", "graph-kept-alive",
@@ -71,7 +72,7 @@ def graph_kept_alive(m, x):
                        {"graphs_alive_after_step": kept, "steps_checked": steps,
                         "loss_tensors_alive": losses_alive, "growth_bytes_per_step": growth,
                         "held_bytes_last_step": m["saved_bytes_after_step"][-1],
-                        "graph_holders": holders[-1] if holders else 0},
+                        "graph_nodes_kept": kept_nodes[-1] if kept_nodes else 0},
                        "accumulate metrics with loss.item() or loss.detach(), keep no loss/output tensors across "
                        "steps, and drop retain_graph=True")
 

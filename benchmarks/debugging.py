@@ -22,7 +22,7 @@ from trainlab.device import resolve_device
 from trainlab.doctor.probe import Probe, StopTraining
 
 SLOW_LABS = [n for n in labs.names("debugging") if labs.get(n).symptom == "slow"]
-REFERENCE = os.path.join(os.path.dirname(__file__), "..", "tests", "debugging", "scripts", "reference_loop.py")
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "tests", "doctor", "scripts", "reference_loop.py")
 
 
 def step_times(source, steps, warmup=10, probe=False):

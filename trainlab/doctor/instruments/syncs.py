@@ -35,6 +35,7 @@ WAITS = {aten._local_scalar_dense.default, aten.equal.default, aten.allclose.def
          aten.masked_select.default, aten._unique2.default, aten._unique.default, aten.unique_dim.default,
          aten.unique_consecutive.default, aten.bincount.default}
 BOOLEAN_INDEXING = {aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default}
+CANDIDATES = WAITS | BOOLEAN_INDEXING | {aten.repeat_interleave.Tensor, aten._to_copy.default, aten.copy_.default}
 
 
 def _boolean_index(args):
@@ -98,6 +99,9 @@ class HostReads(TorchDispatchMode):
         # tensors the script copied to the host, and their descendants (shared with the modes of its threads)
         self.host = WeakTensorKeyDictionary() if host is None else host
 
+    @property
+    def has_host(self):
+        return len(self.host) > 0
     def counting(self):
         probe = self.clock.probe
         if probe.reading_internally:
@@ -117,9 +121,11 @@ class HostReads(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not (self.counting() and is_host_read(func, args, kwargs)):
+        # the fast path, every other operation: one set lookup (and, once the script has host copies, the check
+        # whether this operation makes another)
+        if func not in CANDIDATES or not (is_host_read(func, args, kwargs) and self.counting()):
             out = func(*args, **kwargs)
-            if len(self.host):
+            if self.has_host:
                 self._propagate(args, out)
             return out
         inputs = [t for a in args for t in _tensors(a)]

@@ -154,3 +154,23 @@ def test_reads_in_a_thread_the_script_starts_are_counted():
 def test_to_a_cpu_device_is_a_move_to_the_device_on_a_cpu_run_not_a_read():
     # scripts spell their device "cpu" as often as torch.device("cpu"): .to() of either is not told apart
     assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to("cpu")[:5]])[1:] == [5] * 3
+
+
+def test_the_mode_steps_aside_while_a_dataloader_builds_a_batch():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    from torch.utils.data import DataLoader, Dataset
+
+    class Seen(Dataset):
+        modes = []
+
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            Seen.modes.append(_get_current_dispatch_mode())
+            return torch.zeros(3), i % 4
+
+    with Probe(max_steps=2):
+        batch = next(iter(DataLoader(Seen(), batch_size=4)))
+        inside = _get_current_dispatch_mode()
+    assert len(batch[0]) == 4 and Seen.modes == [None] * 4 and type(inside).__name__ == "HostReads"

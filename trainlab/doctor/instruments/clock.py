@@ -114,7 +114,9 @@ class Clock(Instrument, StepClock):
 
         def next_batch(iterator):
             start = time.perf_counter()
-            with clock.probe.internal():  # reads while preparing CPU batches are not device syncs
+            # reads while preparing CPU batches are not device syncs; and the host-read mode steps aside, so
+            # a per-sample pipeline is not slowed by a Python call per operation (its wait would grow)
+            with clock.probe.internal(), clock.host_reads_mode.aside():
                 try:
                     return original(iterator)
                 finally:

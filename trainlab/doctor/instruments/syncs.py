@@ -16,16 +16,20 @@ the CPU (scripts often spell it as that string), a move to the device, not a rea
 tensor: they are counted by wrapping them. Threads the script starts during the run are counted
 too (a dispatch mode is per thread). Reads by the probe itself, and by torch.optim's own code inside
 optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
-run inside the step - a closure, a step hook - is.
+run inside the step - a closure, a step hook - is. A DataLoader building a batch runs without the
+mode (its reads are the host's own, and a Python call per operation would slow a per-sample
+pipeline). What a CPU run cannot tell: reads ATen makes only on a CPU (one_hot checks its class
+range there, a GPU does not) count as the script's.
 """
 
 import os
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode_temporarily
 from torch.utils.weak import WeakTensorKeyDictionary
 
 aten = torch.ops.aten
@@ -102,6 +106,16 @@ class HostReads(TorchDispatchMode):
     @property
     def has_host(self):
         return len(self.host) > 0
+
+    @contextmanager
+    def aside(self):
+        """This thread's mode popped while the block runs, when it is the innermost one (the script's own
+        modes above it stay)."""
+        if _get_current_dispatch_mode() is not self:
+            yield
+            return
+        with _pop_mode_temporarily():
+            yield
     def counting(self):
         probe = self.clock.probe
         if probe.reading_internally:

@@ -24,6 +24,18 @@ def expected(entry, verdict):
     return verdict.passed
 
 
+def judge(exercises, sources):
+    """{exercise name: {entry name: Verdict}} for {exercise name: {entry name: source}}: the lab
+    exercises measured together (`judge_together`), the others by their own check."""
+    lab_exercises = [e for e in exercises if isinstance(e, LabExercise)]
+    judged = judge_together([(e, n, s) for e in lab_exercises for n, s in sources[e.name].items()])
+    verdicts = {name: {n: v for n, (v, _) in judged[name].items()} for name in judged}
+    for e in exercises:
+        if not isinstance(e, LabExercise):
+            verdicts[e.name] = e.verdicts(sources[e.name])
+    return verdicts
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -37,12 +49,7 @@ def main(argv=None):
         exercises = [e for e in exercises if any(chosen(x) for x in e.corpus)]
     sources = {e.name: {"solution": labs.source(e.lab, fixed=True),
                         **{x.name: x.edit.apply(e.lab) for x in e.corpus if chosen(x)}} for e in exercises}
-    lab_exercises = [e for e in exercises if isinstance(e, LabExercise)]
-    judged = judge_together([(e, n, s) for e in lab_exercises for n, s in sources[e.name].items()])
-    verdicts = {name: {n: v for n, (v, _) in judged[name].items()} for name in judged}
-    for e in exercises:
-        if not isinstance(e, LabExercise):
-            verdicts[e.name] = e.verdicts(sources[e.name])
+    verdicts = judge(exercises, sources)
     rows, records = [], []
     for e in exercises:
         corpus = [x for x in e.corpus if chosen(x)]

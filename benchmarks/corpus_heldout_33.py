@@ -15,14 +15,14 @@ is wrong; each correct alternative a comment on why it is right. Prints a table 
 import argparse
 import textwrap
 
+from benchmarks import corpus
 from benchmarks.common import machine, table, write_result
 from trainlab import checks, labs
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, dedent  # noqa: F401 - dedent for the edits below
-from trainlab.debugging.exercises import (NAN3_HOOK_RESYNC, NAN3_ROUND_HOOK, SLOW2_EPOCHS, SLOW2_LOOP,  # noqa: F401
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
+from trainlab.debugging.exercises import (NAN3_HOOK_RESYNC, NAN3_ROUND_HOOK, host_copies,
                                           SLOW2_POST_HOOK, SLOW2_THREAD, SLOW3_CLOSURE)
 from trainlab.memory.exercises import PREC1_HOOK_MASTERS, PREC1_HOOK_RESYNC, PREC1_ROUND_HOOK
 from trainlab.sparse.exercises import SPARSE_GATHER_SCATTER
-from trainlab.checks.lab import LabExercise, judge_together
 from trainlab.device import resolve_device
 
 
@@ -35,22 +35,6 @@ def fixed(*pairs, then=(), unfixed=()):
 
 
 # ---------------------------------------------------------------- debugging/slow_2
-def host_copies(copy):
-    """slow_2 with one copy of each tensor to the host per step (`copy` formats the expression for {t}),
-    then the same per-sample loop over the host copies."""
-    return shipped(
-        ("        for i in range(len(y)):\n",
-         f"        y_c, pred_c, top3_c = {copy.format(t='y')}, {copy.format(t='pred')}, {copy.format(t='top3')}\n"
-         f"        loss_c, probs_c = {copy.format(t='per_sample.detach()')}, {copy.format(t='probs')}\n"
-         "        for i in range(len(y_c)):\n"),
-        ("            label = int(y[i])\n", "            label = int(y_c[i])\n"),
-        ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += int(pred_c[i] == y_c[i])\n"),
-        ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += int(label in top3_c[i])\n"),
-        ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += float(loss_c[i])\n"),
-        ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += float(probs_c[i, label])\n"),
-        ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, int(pred_c[i])] += 1\n"))
-
-
 # Copies to the host with non_blocking=True "so the copy does not wait", then read at once: on a GPU
 # the copy lands in pinned memory asynchronously and the loop reads it before it has arrived - a
 # race that reads garbage (the PyTorch non_blocking guide's first warning). WRONG.
@@ -265,12 +249,7 @@ def main(argv=None):
           f"({sum(isinstance(x, WrongFix) for v in ENTRIES.values() for x in v)} wrong fixes)")
     if args.verify_only:
         return None
-    lab_exercises = [e for e in exercises if isinstance(e, LabExercise)]
-    judged = judge_together([(e, n, s) for e in lab_exercises for n, s in sources[e.name].items()])
-    verdicts = {name: {n: v for n, (v, _) in judged[name].items()} for name in judged}
-    for e in exercises:
-        if not isinstance(e, LabExercise):
-            verdicts[e.name] = e.verdicts(sources[e.name])
+    verdicts = corpus.judge(exercises, sources)
     rows, records = [], []
     for e in exercises:
         solution = verdicts[e.name]["solution"]

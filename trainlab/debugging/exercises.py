@@ -28,6 +28,22 @@ LOOP = ("        for i in range(len(y)):\n"
         "            confusion[label, int(pred[i])] += 1\n")  # slow_2's per-sample statistics, as shipped
 
 
+def host_copies(copy):
+    """slow_2 with one copy of each tensor to the host per step (`copy` formats the expression for {t}),
+    then the same per-sample loop over the host copies."""
+    return shipped(
+        ("        for i in range(len(y)):\n",
+         f"        y_c, pred_c, top3_c = {copy.format(t='y')}, {copy.format(t='pred')}, {copy.format(t='top3')}\n"
+         f"        loss_c, probs_c = {copy.format(t='per_sample.detach()')}, {copy.format(t='probs')}\n"
+         "        for i in range(len(y_c)):\n"),
+        ("            label = int(y[i])\n", "            label = int(y_c[i])\n"),
+        ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += int(pred_c[i] == y_c[i])\n"),
+        ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += int(label in top3_c[i])\n"),
+        ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += float(loss_c[i])\n"),
+        ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += float(probs_c[i, label])\n"),
+        ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, int(pred_c[i])] += 1\n"))
+
+
 def per_class(rows):
     """slow_2's statistics class by class, `rows` selecting the class's samples (a Python expression of c)."""
     return ("        for c in range(10):\n"
@@ -559,17 +575,8 @@ EXERCISES = [
             WrongFix("a boolean mask per class", shipped((LOOP, per_class("y == c"))), kind="other", reason="host reads"),
             WrongFix("nonzero() rows per class", shipped((LOOP, per_class("torch.nonzero(y == c).squeeze(1)"))),
                      kind="other", reason="host reads"),
-            CorrectAlternative("one copy of each tensor to the host per step, then host-side loops", shipped(
-                ("        for i in range(len(y)):\n",
-                 "        y_c, pred_c, top3_c = y.cpu(), pred.cpu(), top3.cpu()  # one copy each: a single wait\n"
-                 "        loss_c, probs_c = per_sample.detach().cpu(), probs.cpu()\n"
-                 "        for i in range(len(y_c)):\n"),
-                ("            label = int(y[i])\n", "            label = int(y_c[i])\n"),
-                ("            hits[label] += int(pred[i] == y[i])\n", "            hits[label] += int(pred_c[i] == y_c[i])\n"),
-                ("            top3_hits[label] += int(label in top3[i])\n", "            top3_hits[label] += int(label in top3_c[i])\n"),
-                ("            class_loss[label] += float(per_sample[i])\n", "            class_loss[label] += float(loss_c[i])\n"),
-                ("            confidence[label] += float(probs[i, label])\n", "            confidence[label] += float(probs_c[i, label])\n"),
-                ("            confusion[label, int(pred[i])] += 1\n", "            confusion[label, int(pred_c[i])] += 1\n"))),
+            CorrectAlternative("one copy of each tensor to the host per step, then host-side loops",
+                               host_copies("{t}.cpu()")),
             WrongFix("the per-class loop in an optimizer step post-hook", SLOW2_POST_HOOK, kind="other",
                      reason="host reads"),
             WrongFix("the per-sample loop in a background thread", SLOW2_THREAD, kind="mask", reason="host reads"),

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import os
 import statistics
+import sys
 import time
 
 from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -36,7 +37,9 @@ def step_times(source, steps, warmup=10, probe=False):
 
     handle = register_optimizer_step_post_hook(hook)
     try:
-        with (Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else contextlib.nullcontext()):
+        # The script's own training log is not a result: it goes to stderr, out of SUMMARY.md.
+        with (Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else contextlib.nullcontext()), \
+                contextlib.redirect_stdout(sys.stderr):
             try:
                 exec(compile(source, "<bench>", "exec"), {"__name__": "__main__"})
             except StopTraining:

@@ -9,6 +9,12 @@ CACHE        ?= $(HOME)/.cache/trainlab
 VENV         ?= $(CACHE)/venv-$(PIN_HASH)
 VPY          := $(VENV)/bin/python
 READY        := $(VENV)/.trainlab-ready
+# Test-only: Lightning and transformers, for the doctor's tests on wrapped training loops. A second
+# environment that sees the first one's packages (a .pth file), so the learners' stays as it is.
+WRAP_HASH    := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('requirements.txt','rb').read()+open('requirements-wrappers.txt','rb').read()).hexdigest()[:12])")
+WVENV        ?= $(CACHE)/wrappers-$(WRAP_HASH)
+WREADY       := $(WVENV)/.trainlab-ready
+export TRAINLAB_WRAPPERS_PYTHON := $(WVENV)/bin/python
 
 # Everything below runs the package from this clone and keeps compile caches between runs.
 export PYTHONPATH            := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -16,7 +22,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
+.PHONY: help setup wrappers lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -33,16 +39,26 @@ $(READY):
 	"$(VPY)" -m pip install --quiet -r requirements.txt || { rm -rf "$(VENV)"; exit 1; }
 	@touch "$(READY)"
 
+wrappers: $(WREADY)  ## the test-only environment for Lightning and Hugging Face scripts (make test-full/test-rest build it)
+
+$(WREADY): $(READY)
+	@echo "trainlab: creating the test-only wrappers environment in $(WVENV)"
+	@rm -rf "$(WVENV)"
+	$(PYTHON) -m venv "$(WVENV)"
+	"$(VPY)" -c "import site; print(site.getsitepackages()[0])" > "$$("$(WVENV)/bin/python" -c "import site; print(site.getsitepackages()[0])")/trainlab-main.pth"
+	"$(WVENV)/bin/python" -m pip install --quiet -r requirements-wrappers.txt || { rm -rf "$(WVENV)"; exit 1; }
+	@touch "$(WREADY)"
+
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
 	"$(VPY)" -m trainlab.workspace --open
 
 test: setup  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
 
-test-full: setup  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
+test-full: setup wrappers  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix full $(PYTEST_ARGS)
 
-test-rest: setup  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
+test-rest: setup wrappers  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(PYTEST_ARGS)
 
 test-browser: setup  ## only the browser tests: JupyterLab in Chromium, widgets operated, screenshots in build/browser/
@@ -57,7 +73,7 @@ test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpret
 gpu-check:  ## the GPU work that fits in ~8 min on one GPU: notebooks (smoke), kernel ladder, MFU; results JSON
 	$(PYTHON) -m benchmarks.gpu_check
 
-bench: setup  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
+bench: setup wrappers  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
 	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))
 
 notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/

@@ -100,6 +100,7 @@ def fsdp_time():
 
 def doctor():
     labs, drills, external = result("doctor_labs"), result("doctor_drills"), result("doctor_external")
+    real = result("doctor_real")
     healthy_alarms = sum(1 for h in drills["healthy"] if h["alarms"])
     return [("doctor: labs whose own cause(s) are among its root causes",
              f"**{labs['matched']} / {labs['labs']}** (both causes for the two-bug labs; `docs/debugging_labs.md`)"),
@@ -111,7 +112,11 @@ def doctor():
             (f"doctor on {external['variants'] + external['healthy']} plain PyTorch scripts written elsewhere "
              "(`benchmarks/doctor_external.py`)",
              f"planted bug the top root cause in **{external['top_hits']} / {external['variants']}**; healthy scripts: "
-             f"**{external['healthy_alarms']} / {external['healthy']}** alarms; at most {external['max_doctor_wall_s']} s each")]
+             f"**{external['healthy_alarms']} / {external['healthy']}** alarms; at most {external['max_doctor_wall_s']} s each"),
+            (f"doctor on {len({r['script'] for r in real['rows']})} real scripts run unmodified (PyTorch's examples: "
+             "language models, regression, DCGAN, LBFGS, ImageNet; Lightning, Hugging Face; `benchmarks/doctor_real.py`)",
+             f"healthy: **{real['healthy_quiet']} / {real['healthy']}** with nothing above info; planted drill bugs: "
+             f"the top root cause in **{real['planted_top']} / {real['planted']}**")]
 
 
 def debugging():
@@ -226,7 +231,7 @@ SECTIONS = (reference_accuracy, ladder, fsdp_time, doctor, debugging, fsdp, spar
 
 def dates():
     """The dates of the results the table draws on, earliest to latest."""
-    names = ("reference_accuracy", "ladder", "fsdp_time", "doctor_labs", "doctor_drills", "doctor_external",
+    names = ("reference_accuracy", "ladder", "fsdp_time", "doctor_labs", "doctor_drills", "doctor_external", "doctor_real",
              "debugging", "fsdp", "sparse", "kernels", "memory")
     found = sorted({result(n)["machine"]["date"] for n in names})
     return found[0], found[-1]

@@ -22,8 +22,8 @@ from benchmarks.common import RESULTS
 from trainlab import runner
 
 BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "diagnosis_phrases", "doctor_labs", "doctor_drills",
-              "doctor_external", "corpus", "fsdp", "fsdp_time", "sparse", "compression", "kernels", "attention", "kernel_validation", "memory",
-              "teardown_abort"]  # each module adds its own
+              "doctor_external", "doctor_real", "doctor_classes", "corpus", "fsdp", "fsdp_time", "sparse",
+              "compression", "kernels", "attention", "kernel_validation", "memory", "teardown_abort"]  # each module adds its own
 
 
 def main(argv=None):

@@ -215,3 +215,116 @@ def test_masters_re_made_in_a_step_hook_are_seen_as_rewritten(remake, rewritten)
     _, m = probed(model, batches(8, dtype=torch.bfloat16), optimizer=optimizer, lr=None)
     assert (max(m["rewritten_shares"]) > 0.1) is rewritten, m["rewritten_shares"]
     assert optimizer._optimizer_step_pre_hooks.keys().__len__() == 1  # the probe's own hooks are gone
+
+
+# ---------------------------------------------------------------- updates however they are made; the task
+def _sgd_by_hand(model, data, lr=0.1, assign=False, update=True, zero=True):
+    try:
+        for x, y in data:
+            loss = F.cross_entropy(model(x), y)
+            if zero:
+                model.zero_grad()
+            loss.backward()
+            for p in model.parameters():
+                if not update:
+                    continue
+                if assign:
+                    p.data = p.data - lr * p.grad  # a new tensor: no version counter moves
+                else:
+                    p.data.add_(p.grad, alpha=-lr)
+    except StopTraining:
+        pass
+
+
+@pytest.mark.parametrize("assign", [False, True], ids=["data.add_", "data ="])
+def test_updates_made_by_hand_are_found_by_value(assign):
+    with Probe(max_steps=100) as probe:
+        _sgd_by_hand(tiny(), batches(6), assign=assign)
+    m = probe.summary()
+    assert m["steps"] == 0 and m["updates_by_hand"] == m["iterations_compared"] == 5
+    assert 1e-4 < m["update_ratio_median"] < 1 and set(m["update_ratios"]) == {"0.weight", "2.weight"}
+    assert m["stale_grads_by_updater"] == {"by hand": [False] * 4}  # zeroed before every backward
+    with Probe(max_steps=100) as probe:
+        _sgd_by_hand(tiny(), batches(6), update=False)
+    m = probe.summary()
+    assert m["updates_by_hand"] == 0 and m["iterations_compared"] == 5
+    with Probe(max_steps=100) as probe:
+        _sgd_by_hand(tiny(), batches(6), zero=False)
+    assert probe.summary()["stale_grads_by_updater"] == {"by hand": [True] * 4}
+
+
+def test_a_closure_that_zeroes_inside_the_step_leaves_no_stale_gradients():
+    model, data = tiny(), batches(5)
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=3)
+    with Probe(max_steps=100) as probe:
+        try:
+            for x, y in data:
+                def closure():
+                    optimizer.zero_grad()
+                    loss = F.cross_entropy(model(x), y)
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
+        except StopTraining:
+            pass
+    m = probe.summary()
+    assert m["steps"] == 5 and m["stale_grads"] == [False] * 4
+
+
+def test_a_gan_is_recognised_and_each_optimizer_judged_on_its_own_gradients():
+    torch.manual_seed(0)
+    g, d = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8)), nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+    opt_g, opt_d = torch.optim.Adam(g.parameters(), 1e-3), torch.optim.Adam(d.parameters(), 1e-3)
+    with Probe(max_steps=100) as probe:
+        try:
+            for _ in range(6):
+                real, fake = torch.randn(16, 8), g(torch.randn(16, 4))
+                d.zero_grad()
+                loss_d = (F.binary_cross_entropy(d(real), torch.ones(16, 1))
+                          + F.binary_cross_entropy(d(fake.detach()), torch.zeros(16, 1)))
+                loss_d.backward()
+                opt_d.step()
+                g.zero_grad()  # the generator's loss also fills the discriminator's .grad: cleared at its next step
+                F.binary_cross_entropy(d(fake), torch.ones(16, 1)).backward()
+                opt_g.step()
+        except StopTraining:
+            pass
+    m = probe.summary()
+    assert m["task"]["kind"] == "adversarial" and m["task"]["optimizer_steps"] == [6, 6]
+    assert m["classes"] is None and m["chance"] is None
+    assert not any(m["stale_grads"]) and len(m["stale_grads_by_updater"]) == 2
+
+
+def test_the_task_fits_the_loss_and_the_inputs():
+    def run(model, step):
+        with Probe(max_steps=100) as probe:
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            try:
+                for i in range(4):
+                    optimizer.zero_grad()
+                    step(model, i).backward()
+                    optimizer.step()
+            except StopTraining:
+                pass
+        return probe.summary()
+
+    x, y = batches(1)[0]
+    m = run(tiny(), lambda model, i: F.cross_entropy(model(x), y))
+    assert m["task"]["kind"] == "classification" and m["classes"] == 4 and m["chance"] is not None
+    m = run(tiny(), lambda model, i: F.mse_loss(model(x), torch.zeros(32, 4)))
+    assert m["task"]["kind"] == "regression" and m["classes"] is None and m["chance"] is None
+    tokens = torch.randint(0, 200, (8, 12))
+    lm = nn.Sequential(nn.Embedding(200, 16), nn.Linear(16, 200))
+    m = run(lm, lambda model, i: F.cross_entropy(model(tokens).flatten(0, 1), tokens.roll(-1, 1).flatten()))
+    assert m["task"]["kind"] == "language-model" and m["task"]["vocabulary"] == 200 and m["chance"] is None
+    assert 0 < m["task"]["unigram_loss"] <= math.log(200)
+
+
+def test_a_validation_pass_before_training_lends_no_targets_to_the_training_batches():
+    model, data = tiny(), batches(5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Probe(max_steps=100) as probe:
+        with torch.no_grad():  # a sanity check of the validation loop, as Lightning runs one first
+            F.cross_entropy(model(torch.randn(64, 8)), torch.zeros(64, dtype=torch.long))
+        train(model, data, optimizer)
+    assert [len(t) for t in probe.captured.targets] == [32] * 5

@@ -163,3 +163,81 @@ def test_every_key_a_rule_reads_is_provided_by_an_instrument():
     rules.symptom_evidence(m, ["no-convergence", "slow", "memory", "nan"])
     assert findings and m.read and m.read <= provided | {"convergence"}, m.read - provided
     assert probe_module.EVENTS[-1] == "iteration_end" and probe.iterations >= 11  # no optimizer needed to count them
+
+
+# ---------------------------------------------------------------- scripts that are not a classifier under torch.optim
+def _updates(**m):
+    return {"steps": 0, "backwards": 50, "optimizers": [], "update_ratio_median": None, "update_ratios": {},
+            "update_ratio_first": None, "update_ratio_steps": 0, "stale_grads": [], "losses": [1.0] * 30,
+            "lr": [], "clip_ratios": [], "grad_norms": [], **m}
+
+
+def test_an_update_made_by_hand_is_an_update_and_no_update_at_all_is_missing():
+    by_hand = _updates(updates_by_hand=8, iterations_compared=8)
+    assert optimizer.optimizer_never_steps(by_hand, {}) is None
+    said = optimizer.updates_by_hand(by_hand, {})
+    assert said.severity == "info" and "learning-rate schedule" in said.evidence["silent"]
+    never = _updates(updates_by_hand=0, iterations_compared=8)
+    assert optimizer.optimizer_never_steps(never, {}).severity == "critical"
+    unknown = _updates(updates_by_hand=0, iterations_compared=0)  # the model was never called again
+    assert optimizer.optimizer_never_steps(unknown, {}).severity == "info"
+    assert optimizer.updates_by_hand(_updates(steps=10, updates_by_hand=0, iterations_compared=0), {}) is None
+
+
+def test_update_sizes_made_by_hand_are_read_and_a_first_step_larger_than_the_weights_is_the_lr():
+    by_hand = _updates(updates_by_hand=8, iterations_compared=8, update_ratio_median=3e-3,
+                       update_ratios={"w": 3e-3}, update_ratio_first=3e-3, update_ratio_steps=8)
+    f = optimizer.update_sizes(by_hand, {})
+    assert f.severity == "info" and "updated by hand" in f.title
+    falling = [10.0 - 0.1 * i for i in range(40)]
+    stuck = [5.0 + (i % 3) * 0.1 for i in range(40)]
+    wrecked = _updates(steps=40, optimizers=[{"type": "AdamW"}], update_ratio_median=0.05, update_ratios={"w": 0.05},
+                       update_ratio_first=300.0, update_ratio_steps=8, losses=stuck, lr=[20.0] * 40)
+    assert optimizer.update_sizes(wrecked, {}).cause == "lr-too-high"
+    assert optimizer.update_sizes({**wrecked, "losses": falling}, {}).cause == "update-sizes"  # it learns: not judged
+
+
+def test_clipping_does_not_starve_an_adaptive_optimizer():
+    stuck = [5.0 + (i % 3) * 0.1 for i in range(40)]
+    m = {"clip_ratios": [0.02] * 10, "grad_norms": [0.25] * 8, "losses": stuck}
+    assert optimizer.clipping_too_tight({**m, "optimizers": [{"type": "SGD"}]}, {}).cause == "clipping-too-tight"
+    adam = optimizer.clipping_too_tight({**m, "optimizers": [{"type": "AdamW"}]}, {})
+    assert adam.severity == "info" and "AdamW" in adam.title
+
+
+def test_stale_gradients_are_judged_per_updater():
+    gan = {"stale_grads": [True, False] * 4,
+           "stale_grads_by_updater": {"optimizer 1 (Adam)": [True] * 4, "optimizer 2 (Adam)": [False] * 4}}
+    f = optimizer.missing_zero_grad(gan, {})
+    assert f.cause == "missing-zero-grad" and "optimizer 1" in f.title
+    fine = {"stale_grads": [False] * 8, "stale_grads_by_updater": {"optimizer 1 (Adam)": [False] * 4,
+                                                                    "optimizer 2 (Adam)": [False] * 4}}
+    assert optimizer.missing_zero_grad(fine, {}) is None
+
+
+def test_lbfgs_uses_one_batch_and_float64_by_design_and_small_batches_are_info():
+    lbfgs = {"optimizers": [{"type": "LBFGS"}], "batches_seen": 8, "distinct_batches": 1,
+             "output_dtypes": {"torch.float64": 100}}
+    assert data.same_batch_every_step(lbfgs, {}).severity == "info"
+    assert precision.float64_compute(lbfgs, {}).severity == "info"
+    sgd = {**lbfgs, "optimizers": [{"type": "SGD"}]}
+    assert data.same_batch_every_step(sgd, {}).severity == "critical"
+    assert precision.float64_compute(sgd, {}).severity == "critical"
+    assert device.batch_too_small({"batch_size": 8, "steps": 10, "step_s": 0.5}, {}).severity == "info"
+
+
+def test_adversarial_models_must_both_step_and_a_saturated_discriminator_is_info():
+    def gan(steps, saturated=0.1):
+        return {"task": {"kind": "adversarial", "optimizer_steps": steps, "saturated_share": saturated}}
+    assert model.adversarial_imbalance(gan([30, 0]), {}).severity == "critical"
+    assert model.adversarial_imbalance(gan([30, 30], 1.0), {}).severity == "info"
+    assert model.adversarial_imbalance(gan([30, 30]), {}) is None
+    assert model.adversarial_imbalance({"task": {"kind": "classification"}}, {}) is None
+
+
+def test_a_model_that_is_called_but_never_trained_is_missing_its_step():
+    never = _updates(backwards=0, forwards=20, model="Sequence", iterations_compared=0)
+    assert optimizer.optimizer_never_steps(never, {}).severity == "critical"
+    only_no_grad = _updates(backwards=0, forwards=0, model="Sequence", iterations_compared=0)
+    assert optimizer.optimizer_never_steps(only_no_grad, {}).severity == "warning"
+    assert optimizer.optimizer_never_steps(_updates(backwards=0, forwards=0, model=None), {}) is None

@@ -50,13 +50,14 @@ class Learns:
 
 @dataclass(frozen=True)
 class FreshGradients:
-    """missing-zero-grad: a step's first backward() starts from empty (or zero) gradients."""
+    """missing-zero-grad: between two optimizer steps the gradients are cleared (None or zero) at
+    some point, so a step never adds the previous step's gradients."""
 
     def judge(self, mine, ref):
         stale = mine["stale_grads"]
         if any(stale):
-            raise Incorrect(f"at {sum(stale)} of {len(stale)} optimizer steps, .grad still held earlier steps' "
-                            "gradients when backward() started")
+            raise Incorrect(f"at {sum(stale)} of {len(stale)} optimizer steps, .grad still held the previous "
+                            "step's gradients: nothing cleared them in between")
 
 
 @dataclass(frozen=True)

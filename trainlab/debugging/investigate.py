@@ -145,7 +145,8 @@ def _coverage(m):
 
 def _freshness(m):
     stale = m.get("stale_grads") or []
-    return stale and f"{sum(stale)} of the first {len(stale)} backward passes found last step's gradients still there"
+    return stale and (f"at {sum(stale)} of the first {len(stale)} optimizer steps the previous step's gradients "
+                      "were still there (never cleared in between)")
 
 
 def _lr_per_step(m):

@@ -107,8 +107,11 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     torch.manual_seed(seed)
     probe, crash = run_script(script, args, max_steps, time_limit_s, instrument)
     m = probe.summary()  # classes and chance included (the captures instrument derives them, once)
-    m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
-                                         m["classes"])
+    if m["task"]["kind"] == "adversarial":  # each model's loss rises as the other improves
+        m["convergence"] = {"learning": None, "why": "adversarial losses are no convergence signal"}
+    else:
+        m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
+                                             m["classes"])
     left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too
     x = run_quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
     found = rules.findings(m, x)

@@ -14,11 +14,14 @@ they see as events to its instruments (`trainlab.doctor.instruments`), each in i
     losses       the loss of every backward; what loss functions are handed (probabilities, batch accuracy)
     captures     the model, its initial state, a few batches and targets (for the quick experiments)
     gradients    stale gradients, which parameters each backward reaches, norms, clipping
-    updates      the optimizers, learning rates, |delta w| / |w| per step
+    updates      the optimizers, learning rates, |delta w| / |w| per step (also of updates made by hand)
     formats      what number formats lose: zero gradients, updates that round away, rewritten weights
     graphs       autograd graphs kept alive across steps, and the live tensors that keep them
     forward      dtypes, dead ReLUs, model outputs, the first module to make inf/NaN, parameters used
     loads        torch.compile run eagerly; weights loaded from checkpoints
+    modes        whether training steps run the model (its BatchNorm, Dropout) in train() mode
+    task         what the model is trained to do (classification, language model, regression, GAN), so
+                 the symptoms fit it
 
 The events (EVENTS), in the order a training iteration sends them: outermost_forward_start and
 root_forward_start (the model's outermost call), forward_end (every module), root_forward_end,
@@ -50,6 +53,8 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS, Gradients
 from trainlab.doctor.instruments.graphs import Graphs
 from trainlab.doctor.instruments.loads import Loads
 from trainlab.doctor.instruments.losses import Losses
+from trainlab.doctor.instruments.modes import Modes
+from trainlab.doctor.instruments.task import Task
 from trainlab.doctor.instruments.updates import Updates
 from trainlab.patching import Patches
 
@@ -87,8 +92,9 @@ class Probe:
         self.captured, self.loss_record, self.gradients = Captures(self), Losses(self), Gradients(self)
         self.updates, self.formats, self.graphs = Updates(self), Formats(self), Graphs(self)
         self.forward_stats, self.loads, self.clock = ForwardStats(self), Loads(self), Clock(self)
+        self.task, self.modes = Task(self), Modes(self)
         self.instruments = [self.captured, self.loss_record, self.gradients, self.updates, self.formats,
-                            self.graphs, self.forward_stats, self.loads, self.clock]
+                            self.graphs, self.forward_stats, self.loads, self.clock, self.task, self.modes]
         self._listeners = {event: [getattr(i, event) for i in self.instruments if hasattr(i, event)]
                            for event in EVENTS}
 
@@ -109,9 +115,14 @@ class Probe:
         """End the run where the next step would begin."""
         self._done = True
 
+    def progress(self):
+        """Updates so far: optimizer steps, or for a script that steps no torch.optim optimizer (it
+        updates by hand, or not at all) its iterations."""
+        return self.steps or self.iterations
+
     def inspecting(self):
         """Whether this step's gradients are inspected in depth."""
-        return self.every_step or self.steps < DETAIL_STEPS
+        return self.every_step or self.progress() < DETAIL_STEPS
 
     def sampled(self):
         """Whether this step's number formats are measured."""

@@ -90,8 +90,13 @@ class Report:
 
     def __str__(self):
         lines = [f"trainlab doctor: {self.script} {' '.join(self.args)}".rstrip(),
-                 f"ran {self.steps} optimizer steps in {self.wall_s:.1f} s; "
+                 (f"ran {self.steps} optimizer steps" if self.steps or not self.measurements.get("updates_by_hand")
+                  else f"ran {self.measurements['backwards']} backwards, the parameters updated by hand,")
+                 + f" in {self.wall_s:.1f} s; "
                  f"symptoms: {', '.join(self.symptoms) or 'none seen'}"]
+        task = self.measurements.get("task")
+        if task:
+            lines.append(f"  task: {task['kind']} ({task['why']})")
         lines += [f"  {symptom}: {text}" for symptom, text in self.symptom_evidence.items()]
         if self.crash:
             lines += [f"CRASH at {self.crash['where']}: {self.crash['error']}"]

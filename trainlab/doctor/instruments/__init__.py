@@ -6,11 +6,13 @@
 - `losses.py`: the loss of every backward; what loss functions are handed; the gradient at the logits;
 - `captures.py`: the model, its initial state, a few batches and targets, what the batches held;
 - `gradients.py`: stale gradients, gradient flow, norms at the step, clipping;
-- `updates.py`: the optimizers, learning rates, update-to-weight ratios;
+- `updates.py`: the optimizers, learning rates, update-to-weight ratios (also of updates made by hand);
 - `formats.py`: what number formats lose (zero gradients, updates rounded away, rewritten weights);
 - `graphs.py`: autograd graphs kept alive across steps, by the tensors that keep them;
 - `forward.py`: dtypes, dead ReLUs, model outputs, the first module to make inf/NaN, parameters used;
 - `loads.py`: torch.compile run eagerly, weights loaded from checkpoints;
+- `modes.py`: whether training steps run the model (its BatchNorm and Dropout) in train() mode;
+- `task.py`: what the model is trained to do (classification, language model, regression, GAN);
 - `base.py`: the Instrument base, the medians, what wraps a model (DDP, FSDP).
 A multi-rank run adds the rank's own instruments (`trainlab.doctor.ranks`).
 """

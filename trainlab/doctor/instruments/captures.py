@@ -11,12 +11,13 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.losses import CAPTURE_STEPS  # noqa: F401 - the batches the label test reads
 
 KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
+RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is looked for among
 
 
 class Captures(Instrument):
     PROVIDES = ("root_input", "init_weight_std", "batch_size", "classes_per_batch", "single_class_batches",
                 "batches_with_targets", "single_class_by_chance", "batches_seen", "distinct_batches", "classes",
-                "chance")
+                "chance", "labels_used", "model")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -29,24 +30,66 @@ class Captures(Instrument):
         self.pixels = []  # ... and the inputs themselves, pooled (a second view)
         self.targets = []  # their targets (the loss functions hand them over)
         self.batches = []  # the first KEEP_BATCHES whole inputs (paired with targets)
+        self.token_ids = None  # the model reads integer ids: 1 + the largest in its first input
+        self.root_trained = False  # the model was called with gradients enabled
+        self._trained = []  # the last few modules called outermost with gradients enabled
 
     def name(self, param):
-        return self.param_names.get(id(param), "<a parameter outside the model>")
+        """Its name in the model; in another module called to train (a GAN's other model), that
+        module's class and the name in it."""
+        name = self.param_names.get(id(param))
+        if name is None:
+            others = {id(p): f"{type(m).__name__}.{n}" for m in self._trained if m is not self.root
+                      for n, p in m.named_parameters()}
+            name = others.get(id(param), "<a parameter outside the model>")
+        return name
 
     def outermost_forward_start(self, module, inputs):
-        """Every outermost module call: the first with parameters is the model; its training calls
-        give the batches."""
+        """Every outermost module call. The model is the first module with parameters called to train
+        (gradients enabled, parameters that need them); until one is, the first called at all (an
+        evaluation, a frozen teacher, a sub-module under no_grad) stands in. Its training calls give
+        the batches."""
+        params = list(module.parameters())
+        training = torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        if training and module not in self._trained:
+            self._trained.append(module)
+            del self._trained[:-RECENT_MODULES]
+        if params and (self.root is None or (training and not self.root_trained and module is not self.root)):
+            self._adopt(module, inputs)
+        self.root_trained |= module is self.root and training
+        self._capture_batch(module, inputs)
+
+    def step_start(self, optimizer):
+        """A model rebuilt after a first one was trained (or called with gradients): the model is the
+        one this optimizer's parameters belong to, when no optimizer holds the current one's."""
+        optimizers = {optimizer, *self.probe.updates.optimizers}
+        if self.root is None or any(id(p) in self.param_names for p in _params(optimizers)):
+            return
+        mine = {id(p) for p in _params([optimizer])}
+        owner = next((m for m in reversed(self._trained) if mine <= {id(p) for p in m.parameters()}), None)
+        if owner is not None:
+            self._adopt(owner, ())
+
+    def _adopt(self, module, inputs):
+        """Take module as the model (kept alive: the experiments use it after the script ends),
+        dropping what was captured of another. Adopted at a step, its weights are still the initial
+        ones (the step has not run) and its input is not known."""
+        self.root, self.root_trained = module, False
+        self.root_input, self.token_ids = None, None
+        self.features, self.pixels, self.targets, self.batches = [], [], [], []
+        self.param_names = {id(p): n for n, p in module.named_parameters()}
+        x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+        with self.probe.internal(), torch.no_grad():
+            if x is None or x.is_floating_point():
+                self.root_input = stats(x) if x is not None else None
+                self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
+                                     for n, p in module.named_parameters() if p.ndim > 1}
+                self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            elif not x.is_complex() and x.dtype != torch.bool and x.numel():
+                self.token_ids = int(x.max()) + 1  # integer inputs: token ids (a vocabulary at least this big)
+
+    def _capture_batch(self, module, inputs):
         probe = self.probe
-        if self.root is None and any(True for _ in module.parameters()):
-            self.root = module  # kept alive: the experiments use it after the script ends
-            x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
-            if x is not None and x.is_floating_point():
-                with probe.internal(), torch.no_grad():
-                    self.root_input = stats(x)
-                    self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
-                                         for n, p in module.named_parameters() if p.ndim > 1}
-                    self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-                    self.param_names = {id(p): n for n, p in module.named_parameters()}
         if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
             if x is not None and x.is_floating_point() and x.ndim >= 2:
@@ -63,6 +106,7 @@ class Captures(Instrument):
         targets = [t for t in self.targets if t.ndim == 1 and len(t) > 1 and not t.is_floating_point()]
         views = self.features or self.batches  # images: translation-invariant features (augmented crops)
         single = sum(len(set(t.tolist())) == 1 for t in targets)
+        task = self.probe.task.recognise()
         return {"root_input": self.root_input, "init_weight_std": self.init_weights,
                 "batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
                 "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
@@ -70,13 +114,31 @@ class Captures(Instrument):
                 "single_class_by_chance": single_class_by_chance(targets, output_classes(outputs)),
                 "batches_seen": len(views),
                 "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views}),
-                "classes": classes(outputs[:DETAIL_STEPS]), "chance": chance(self.targets)}
+                # classes and chance fit the task: a language model's classes are its vocabulary, and
+                # the commonest token is no chance level; a regression or a GAN has neither
+                "labels_used": labels_used(targets),
+                "model": type(self.root).__name__ if self.root is not None else None,
+                "classes": (classes(outputs[:DETAIL_STEPS]) if task["kind"] in ("classification", "unknown")
+                            else task.get("vocabulary")),
+                "chance": chance(self.targets) if task["kind"] in ("classification", "unknown") else None}
+
+
+def _params(optimizers):
+    return [p for o in optimizers for g in o.param_groups for p in g["params"]]
 
 
 def classes(outputs):
     """The model's classes: the width of its first (batch, classes) output, when above 1."""
     shapes = [o["shape"] for o in outputs if len(o["shape"]) == 2]
     return shapes[0][1] if shapes and shapes[0][1] > 1 else None
+
+
+def labels_used(targets):
+    """{"largest": the largest class index in the captured training targets, "samples": how many}."""
+    if not targets:
+        return None
+    y = torch.cat(targets)
+    return {"largest": int(y.max()), "samples": len(y)} if len(y) else None
 
 
 def chance(targets):

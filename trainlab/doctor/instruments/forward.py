@@ -28,7 +28,7 @@ class ForwardStats(Instrument):
     def forward_end(self, module, inputs, output, is_root):
         probe = self.probe
         if not torch.is_grad_enabled():
-            if probe.in_training_forward and probe.steps < DETAIL_STEPS:  # a sub-module run under no_grad
+            if probe.in_training_forward and probe.progress() < DETAIL_STEPS:  # a sub-module run under no_grad
                 for p in module.parameters(recurse=False):
                     self.used_without_grad[id(p)] = p
             return
@@ -36,7 +36,7 @@ class ForwardStats(Instrument):
         if probe.watch_finite and out is not None and out.is_floating_point():
             self._watch_finite(module, inputs, out, is_root)
         probe.formats.watch_output(module, out)
-        if probe.steps >= DETAIL_STEPS:
+        if probe.progress() >= DETAIL_STEPS:
             return
         with probe.internal(), torch.no_grad():
             for p in module.parameters(recurse=False):
@@ -51,7 +51,7 @@ class ForwardStats(Instrument):
 
     def _armed(self):
         """Check every module while cheap (early steps) or when the loss is blowing up."""
-        if self.probe.steps < DETAIL_STEPS:
+        if self.probe.progress() < DETAIL_STEPS:
             return True
         losses = self.probe.losses
         last = losses[-1] if losses else 0.0
@@ -66,13 +66,13 @@ class ForwardStats(Instrument):
             return
         with probe.internal(), torch.no_grad():
             finite = bool(torch.isfinite(out).all())
-            if is_root and len(self.root_finite) < probe.steps + 1:
+            if is_root and len(self.root_finite) < probe.progress() + 1:
                 self.root_finite.append(finite)
             if not finite and self.first_nonfinite is None:
                 finite_in = all(bool(torch.isfinite(t).all()) for t in inputs
                                 if isinstance(t, torch.Tensor) and t.is_floating_point())
                 if finite_in:
-                    self.first_nonfinite = {"module": type(module).__name__, "step": probe.steps + 1,
+                    self.first_nonfinite = {"module": type(module).__name__, "step": probe.progress() + 1,
                                             "repr": repr(module)[:120]}
 
     def summary(self):

@@ -1,4 +1,4 @@
-"""The gradients: left over when a step's first backward starts, which parameters each backward
+"""The gradients: left over from an updater's last update when it updates again, which parameters each backward
 reaches, their norm and counts when the optimizer steps, and how much of the norm clipping keeps."""
 
 import math
@@ -11,32 +11,76 @@ DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the re
 
 
 class Gradients(Instrument):
-    PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "gradient_flow")
+    PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "stale_grads_by_updater", "gradient_flow")
 
     def __init__(self, probe):
         super().__init__(probe)
         self.grad_norms = []  # at optimizer.step (after any clipping), inspected steps
         self.clip_ratios = []  # per clip_grad_*_ call: gradient norm after / before
         self.grad_stats = []  # per step: parameters, with grad, zero grads, norm
-        self.stale_grads = []  # per step: non-zero gradients left at its first backward?
+        self.stale_grads = []  # per inspected update: its gradients never zeroed since the updater's last one?
+        self._not_yet_zeroed = {}  # updater (an optimizer, or "by hand") -> its parameters, since its last update
+        self._zeroed = set()  # updaters whose gradients were seen zeroed since their last update
+        self.stale_by_updater = {}  # "optimizer 1 (Adam)" or "by hand" -> stale_grads of its updates alone
         self.after_backward = []  # per inspected backward: gradient coverage of the parameters
 
     def patches(self):
         return [(torch.nn.utils, "clip_grad_norm_", self._wrap_clip),
                 (torch.nn.utils, "clip_grad_value_", self._wrap_clip)]
 
-    # events
+    # Stale gradients, per updater (each optimizer, or the script's own update): after it updates,
+    # its parameters' gradients must be seen zeroed (None or all zero) at some backward or at its
+    # next update; if not, that update adds the gradients of the last one. Judged per updater, a GAN
+    # (the generator's backward reaches the discriminator, whose gradients are cleared before its
+    # own next step) and gradient accumulation (several backwards, zeroed after the step) are fine.
     def backward_start(self, tensor, inspect):
-        probe = self.probe
-        if probe.fresh_step and inspect:
-            with probe.internal():
-                self.stale_grads.append(self._grads_left_over())
+        if self._not_yet_zeroed and inspect:
+            with self.probe.internal():
+                self._see_zeroed()
+
+    def _see_zeroed(self):
+        for updater, params in list(self._not_yet_zeroed.items()):
+            if all(p.grad is None or not p.grad.any() for p in params):
+                del self._not_yet_zeroed[updater]
+                self._zeroed.add(updater)
+
+    def _updating(self, updater):
+        """An update begins: were its gradients zeroed since its previous one?"""
+        self._see_zeroed()
+        if updater in self._not_yet_zeroed or updater in self._zeroed:
+            stale = updater in self._not_yet_zeroed
+            self.stale_grads.append(stale)
+            self.stale_by_updater.setdefault(self._label(updater), []).append(stale)
+        self._zeroed.discard(updater)
+
+    def _label(self, updater):
+        if isinstance(updater, str):
+            return updater
+        optimizers = self.probe.updates.optimizers
+        index = optimizers.index(updater) + 1 if updater in optimizers else "?"
+        return f"optimizer {index} ({type(updater).__name__})"
+
+    def _updated(self, updater, params):
+        self._not_yet_zeroed[updater] = [p for p in params if p.grad is not None]
+
+    def updated_by_hand(self, params):
+        """The updates instrument saw the parameters change with no torch.optim step."""
+        with self.probe.internal(), torch.no_grad():
+            self._updating("by hand")
+            self._updated("by hand", params)
 
     def backward_end(self, tensor, inspect):
         probe = self.probe
         if inspect and probe.captured.root is not None:
             with probe.internal(), torch.no_grad():
                 self.after_backward.append(self._coverage(tensor))
+
+    def step_end(self, optimizer, now):
+        """Judged when the step is over: a closure (LBFGS, Lightning) zeroes and runs backward inside it."""
+        if self.probe.inspecting():
+            with self.probe.internal(), torch.no_grad():
+                self._updating(optimizer)
+                self._updated(optimizer, [p for g in optimizer.param_groups for p in g["params"]])
 
     def step_start(self, optimizer):
         probe = self.probe
@@ -81,13 +125,10 @@ class Gradients(Instrument):
         return {"params": total, "missing": missing, "zero": zero, "frozen": frozen,
                 "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
 
-    def _grads_left_over(self):
-        """True if parameters hold non-zero gradients when a step's first backward starts."""
-        return any(p.grad is not None and bool(p.grad.any()) for p in self.probe.updates.optimized_params())
-
     def summary(self):
         return {"grad_norms": self.grad_norms, "clip_ratios": self.clip_ratios, "grad_stats": self.grad_stats,
-                "stale_grads": self.stale_grads, **self._gradient_flow()}
+                "stale_grads": self.stale_grads, "stale_grads_by_updater": self.stale_by_updater,
+                **self._gradient_flow()}
 
     def _gradient_flow(self):
         """Parameters that got no gradient (None) or an identically zero one after every inspected

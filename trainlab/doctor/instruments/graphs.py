@@ -114,6 +114,7 @@ class Graphs(Instrument):
         self._graph_refs = []  # (step, weak reference to a marker stored in that loss's grad_fn)
         self.graph_nodes_kept_after_step = []  # nodes of earlier steps' loss graphs still alive (any part kept)
         self._node_refs = []  # (step, weak reference to a marker in one node of that step's loss graph)
+        self._first, self._first_steps = None, 0  # the first optimizer to step, and its steps (the clock)
         self._hooks = None
 
     def install(self):
@@ -124,15 +125,31 @@ class Graphs(Instrument):
         self._hooks.__exit__(*exc)
 
     # events
+    # The clock steps are counted by: the first optimizer's steps (a GAN steps two optimizers an
+    # iteration: counted in all its steps, the last iteration's graphs would look two steps old), or
+    # for a script that steps no torch.optim optimizer (an update by hand), its iterations.
+    def _clock(self):
+        return self._first_steps if self._first is not None else self.probe.iterations
+
     def backward_start(self, tensor, inspect):
         if inspect:
-            self._loss_refs.append((self.probe.steps, weakref.ref(tensor)))
+            self._loss_refs.append((self._clock(), weakref.ref(tensor)))
             self._mark(tensor)
-        if self.probe.steps < 2 * DETAIL_STEPS:
+        if self._clock() < 2 * DETAIL_STEPS:
             self._mark_nodes(tensor)
 
     def step_counted(self, optimizer, now):
-        steps = self.probe.steps
+        if self._first is None:
+            self._first = optimizer
+        if optimizer is self._first:
+            self._first_steps += 1
+            self._measure(self._first_steps)
+
+    def iteration_end(self, iterations):
+        if self._first is None:
+            self._measure(iterations)
+
+    def _measure(self, steps):
         self.saved.step = steps
         self.saved_after_step.append(self.saved.total)
         if steps <= 2 * DETAIL_STEPS:
@@ -151,14 +168,14 @@ class Graphs(Instrument):
         try:
             marker = _GraphMarker()
             loss.grad_fn.metadata["trainlab_doctor"] = marker
-            self._graph_refs.append((self.probe.steps, weakref.ref(marker)))
+            self._graph_refs.append((self._clock(), weakref.ref(marker)))
         except (AttributeError, RuntimeError, TypeError):  # a leaf loss, or a node without metadata
             pass
 
     def _mark_nodes(self, loss):
         """A marker in every node of this step's loss graph not marked yet: a node kept alive by
         anything keeps its marker alive."""
-        step = self.probe.steps
+        step = self._clock()
         for node in graph_nodes(loss):
             try:
                 if "trainlab_doctor_node" not in node.metadata:

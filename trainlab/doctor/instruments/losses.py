@@ -11,11 +11,13 @@ import torch.nn.functional as F
 
 from trainlab.doctor.instruments.base import Instrument
 
+RELU_ZERO_SHARE = 0.25  # of logits exactly zero, none negative: a ReLU after the last layer
 CAPTURE_STEPS = 17  # batches whose targets are kept for the label test (with the captures' features)
 
 
 class Losses(Instrument):
-    PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss", "logit_gradient")
+    PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss", "logit_gradient",
+                "loss_inputs")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -23,6 +25,7 @@ class Losses(Instrument):
         self.batch_accs = []  # only for live plots (one extra read per step)
         self.batch_acc_tensors = []  # per training loss call, on the device: read at the end
         self.probabilities_into_loss = 0  # cross-entropy calls whose input rows look like probabilities
+        self.score_calls = self.normalised_over_batch = self.nonnegative_logits = 0  # training calls read (_read_scores)
         self.nonfinite_in_a_row = 0
         self.logit_gradient = None  # d loss / d logits of the first training step, flattened (checks only)
         self._logits_hook = None
@@ -58,13 +61,18 @@ class Losses(Instrument):
         probe = self.probe
 
         def loss(input, target, *args, **kwargs):
-            if probe.steps < CAPTURE_STEPS and input.ndim == 2 and input.is_floating_point():
+            # training targets only: a validation pass (no_grad, as Lightning's sanity check runs before
+            # training) would pair its targets with the training inputs the captures keep
+            training = torch.is_grad_enabled()
+            if probe.progress() < CAPTURE_STEPS and input.ndim == 2 and input.is_floating_point():
                 with probe.internal(), torch.no_grad():
                     x = input.detach().float()
                     rows = x.sum(1)
                     if bool((x >= 0).all()) and bool(((rows - 1).abs() < 1e-3).all()):
                         losses.probabilities_into_loss += 1
-                    if len(probe.captured.targets) < CAPTURE_STEPS:
+                    if training:
+                        losses._read_scores(x, nll=original.__name__ == "nll_loss")
+                    if len(probe.captured.targets) < CAPTURE_STEPS and training:
                         probe.captured.targets.append(target.detach().cpu())
             if (input.ndim == 2 and target.ndim == 1 and len(input) == len(target) and torch.is_grad_enabled()
                     and not target.is_floating_point()):
@@ -78,8 +86,23 @@ class Losses(Instrument):
 
         return loss
 
+    def _read_scores(self, x, nll):
+        """What a classification loss is handed, per training call: scores normalised over the batch
+        axis (softmax or log_softmax over dim 0: each column sums to 1, no row does), or logits
+        that are never negative and often exactly zero (a ReLU after the last layer)."""
+        self.score_calls += 1
+        if len(x) > 1 and x.shape[0] != x.shape[1]:
+            probs = x.exp() if nll or bool((x <= 0).all()) else x
+            columns = bool(((probs.sum(0) - 1).abs() < 1e-3).all())
+            rows = bool(((probs.sum(1) - 1).abs() < 1e-3).all())
+            self.normalised_over_batch += columns and not rows
+        if not nll and bool((x >= 0).all()) and float((x == 0).float().mean()) >= RELU_ZERO_SHARE:
+            self.nonnegative_logits += 1
+
     def summary(self):
-        return {"losses": self.losses, "finite": all(math.isfinite(x) for x in self.losses),
+        return {"loss_inputs": {"calls": self.score_calls, "normalised_over_batch": self.normalised_over_batch,
+                                "nonnegative_logits": self.nonnegative_logits},
+                "losses": self.losses, "finite": all(math.isfinite(x) for x in self.losses),
                 "batch_accs": self.batch_accs,
                 "batch_acc": self.batch_accs or [float(a) for a in self.batch_acc_tensors],
                 "probabilities_into_loss": self.probabilities_into_loss, "logit_gradient": self.logit_gradient}

@@ -1,5 +1,9 @@
 """The optimizers the script steps, their learning rates per step, and how much each inspected step
-changes the weights (|delta w| / |w| per weight tensor)."""
+changes the weights (|delta w| / |w| per weight tensor) - also where no torch.optim optimizer makes
+the update: a hand-written SGD (`p.data.add_(p.grad, alpha=-lr)`), `p.data = ...` or an optimizer
+from another library. Those are found by value: the model's parameters are copied after a backward
+and compared when its next training forward begins (the iteration's end); version counters would
+miss them, since `.data` writes do not bump them."""
 
 import torch
 
@@ -9,7 +13,8 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 class Updates(Instrument):
     PROVIDES = ("lr", "optimizers", "params_not_optimized", "params_optimized_unused", "update_ratios",
-                "update_ratio_median", "update_ratio_first", "update_ratio_steps")
+                "update_ratio_median", "update_ratio_first", "update_ratio_steps", "updates_by_hand",
+                "iterations_compared")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -17,12 +22,41 @@ class Updates(Instrument):
         self.lrs = []  # per step: each group's learning rate
         self.update_ratios = []  # per inspected step: parameter name -> |delta w| / |w|
         self._before_update = {}  # parameter -> its value before an inspected optimizer step
+        self.iterations_compared = 0  # iterations without a torch.optim step whose parameters were compared
+        self.updates_by_hand = 0  # ... and of those, the ones whose parameters changed
+        self._before_iteration = None  # the model's trainable parameters after an iteration's first backward
+        self._steps_then = 0
 
     def optimized_params(self):
         return [p for o in self.optimizers for g in o.param_groups for p in g["params"]]
 
     # events
+    def backward_end(self, tensor, inspect):
+        """Copy the model's parameters after an iteration's first backward, while no torch.optim
+        optimizer has stepped (once one has, its hooks measure the updates)."""
+        probe, root = self.probe, self.probe.captured.root
+        if (self.optimizers or probe.stepping or root is None or self._before_iteration is not None
+                or self.iterations_compared >= DETAIL_STEPS):
+            return
+        with probe.internal(), torch.no_grad():
+            self._before_iteration = {p: p.detach().clone() for p in root.parameters() if p.requires_grad}
+        self._steps_then = probe.steps
+
+    def iteration_end(self, iterations):
+        """The model's next training forward: did the parameters change since the backward, with no
+        torch.optim step in between? Then the script updated them itself."""
+        before, self._before_iteration = self._before_iteration, None
+        if not before or self.probe.steps != self._steps_then:
+            return
+        self.iterations_compared += 1
+        with self.probe.internal(), torch.no_grad():
+            if any(not torch.equal(p.detach(), b) for p, b in before.items() if p.shape == b.shape):
+                self.updates_by_hand += 1
+                self.update_ratios.append(self._ratios(before))
+                self.probe.gradients.updated_by_hand(list(before))
+
     def step_start(self, optimizer):
+        self._before_iteration = None
         if optimizer not in self.optimizers:
             self.optimizers.append(optimizer)
         if self.probe.steps < DETAIL_STEPS:
@@ -32,18 +66,18 @@ class Updates(Instrument):
     def step_end(self, optimizer, now):
         if self._before_update:
             with self.probe.internal(), torch.no_grad():
-                self.update_ratios.append(self._ratios())
+                self.update_ratios.append(self._ratios(self._before_update))
             self._before_update = {}
 
     def step_counted(self, optimizer, now):
         self.lrs.append([float(g["lr"]) for g in optimizer.param_groups])
 
-    def _ratios(self):
-        """|delta w| / |w| of each parameter this optimizer step changed (or failed to change)."""
+    def _ratios(self, values_before):
+        """|delta w| / |w| of each parameter this update changed (or failed to change)."""
         ratios = {}
-        for p, before in self._before_update.items():
+        for p, before in values_before.items():
             norm = float(before.float().norm())
-            if norm > 0 and p.ndim > 1:  # weight matrices and kernels: biases and norms start at 0 or 1
+            if norm > 0 and p.ndim > 1 and p.shape == before.shape:  # weight matrices and kernels: biases and norms start at 0 or 1
                 ratios[self.probe.captured.name(p)] = float((p.detach().float() - before.float()).norm()) / norm
         return ratios
 
@@ -69,7 +103,8 @@ class Updates(Instrument):
                 "update_ratio_median": median_float(list(per_param.values())) if per_param else None,
                 # the first step alone: what the LR gives before gradients left un-zeroed pile up
                 "update_ratio_first": median_float(list(steps[0].values())) if steps and steps[0] else None,
-                "update_ratio_steps": len(steps)}
+                "update_ratio_steps": len(steps), "updates_by_hand": self.updates_by_hand,
+                "iterations_compared": self.iterations_compared}
 
 
 def describe(optimizer):

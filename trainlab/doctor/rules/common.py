@@ -12,6 +12,7 @@ HOST_READS_PER_STEP = 16  # host reads (device syncs) per step: "slow", host-syn
 GRAPH_GROWTH_BYTES = 1e6  # autograd graph memory kept alive, growth per step: "memory", graph-kept-alive
 UPDATE_RATIO_LOW = 1e-5  # |delta w| / |w| per step, median over weight tensors: healthy runs sit near 1e-3
 UPDATE_RATIO_HIGH = 0.1
+UPDATE_RATIO_WRECKS = 1.0  # a first step larger than the weights themselves
 CLIP_KEEPS_LITTLE = 0.1  # clipping that keeps under a tenth of the gradient's norm, step after step
 GRAPHS_ALIVE = 3  # earlier steps whose autograd graphs are all still alive: something keeps them
 
@@ -50,3 +51,10 @@ def fp16_underflow(m):
     """Layers compute in fp16 on fp32 weights, and most gradient entries arrive exactly zero."""
     fp16 = m["output_dtypes"].get("torch.float16", 0) > 0
     return fp16 and not fp16_weights(m) and zero_gradient_share(m) > 0.25
+
+
+def full_batch_optimizer(m):
+    """Every optimizer is LBFGS: a full-batch method (its closure re-evaluates one fixed batch, often in
+    float64 for the line search), so one batch at every step and float64 are how it is used."""
+    optimizers = m.get("optimizers") or []
+    return bool(optimizers) and all(o["type"] == "LBFGS" for o in optimizers)

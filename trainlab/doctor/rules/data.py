@@ -2,6 +2,7 @@
 
 from trainlab.doctor import causes
 from trainlab.doctor.report import Finding
+from trainlab.doctor.rules.common import full_batch_optimizer
 
 
 def inputs_not_normalised(m, x):
@@ -29,7 +30,7 @@ def batches_of_one_class(m, x):
 def same_batch_every_step(m, x):
     seen, distinct = m.get("batches_seen", 0), m.get("distinct_batches", 0)
     if seen >= 4 and distinct < seen // 2:
-        return Finding("critical", "data", "same-batch-every-step",
+        return Finding("info" if full_batch_optimizer(m) else "critical", "data", "same-batch-every-step",
                        f"the first {seen} training steps saw {distinct} distinct input batch(es)",
                        {"batches_checked": seen, "distinct_batches": distinct},
                        "iterate over the loader inside the loop: a batch taken once before it is trained on forever")

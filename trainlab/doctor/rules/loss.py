@@ -47,4 +47,16 @@ def loss_not_differentiable(m, x):
                    "requires_grad_()")
 
 
-RULES = [probabilities_into_loss, unstable_loss, loss_not_differentiable]
+def softmax_wrong_axis(m, x):
+    """Scores normalised over the batch axis: each class's column sums to 1, no image's row does."""
+    seen = m.get("loss_inputs") or {}
+    if seen.get("calls", 0) >= 3 and seen["normalised_over_batch"] >= seen["calls"] / 2:
+        return Finding("critical", "loss", "softmax-wrong-axis",
+                       f"the loss gets scores normalised over the batch, not the classes: in "
+                       f"{seen['normalised_over_batch']} of {seen['calls']} training calls each class's column "
+                       "sums to 1 and no image's row does", {"calls_normalised_over_batch": seen["normalised_over_batch"],
+                                                             "calls_checked": seen["calls"]},
+                       "normalise over the classes (dim=1, or dim=-1), or hand cross_entropy the logits")
+
+
+RULES = [probabilities_into_loss, unstable_loss, loss_not_differentiable, softmax_wrong_axis]

@@ -85,4 +85,75 @@ def parameters_get_no_gradient(m, x):
                    "the layers you mean to train")
 
 
-RULES = [bad_initialisation, dead_units, loss_at_init, cannot_overfit, parameters_get_no_gradient]
+SATURATED_SHARE = 0.9  # of a binary loss's inputs at 0 or 1 (|logit| > 9) in the run's second half
+
+
+def adversarial_imbalance(m, x):
+    """Two models trained against each other (a GAN): both must step, and the discriminator must not
+    saturate (its outputs pinned at 0 or 1 give the generator no gradient)."""
+    task = m.get("task") or {}
+    if task.get("kind") != "adversarial":
+        return None
+    steps, saturated = task["optimizer_steps"], task.get("saturated_share")
+    evidence = {"optimizer_steps": ", ".join(map(str, steps)), "saturated_share": saturated}
+    if min(steps) == 0 and max(steps) >= 10:
+        return Finding("critical", "model", "adversarial-imbalance",
+                       f"of {len(steps)} optimizers over separate models, one never stepped (steps: "
+                       f"{evidence['optimizer_steps']}): one model never learns", evidence,
+                       "step every model's optimizer each iteration")
+    if saturated is not None and saturated >= SATURATED_SHARE:
+        # info: an easy data set (noise images) saturates a healthy discriminator too
+        return Finding("info", "model", "adversarial-imbalance",
+                       f"{saturated:.0%} of the discriminator's outputs sit at 0 or 1 in the run's second half: "
+                       "the generator gets almost no gradient from them", evidence,
+                       "if the generator does not improve: balance the two models (learning rates, updates per "
+                       "step), or use the non-saturating loss")
+
+
+def eval_mode_in_training(m, x):
+    """Training steps with the model in eval mode: BatchNorm on running statistics that never update,
+    Dropout off. Some BatchNorm frozen on purpose while the model trains (fine-tuning) is info."""
+    modes = m.get("modes") or {}
+    forwards, in_eval = modes.get("training_forwards", 0), modes.get("modules_in_eval", 0)
+    if forwards < 3 or not in_eval:
+        return None
+    evidence = {"training_forwards": forwards, "model_in_eval": modes["model_in_eval"],
+                "modules_in_eval": in_eval, "mode_modules": modes["mode_modules"],
+                "examples": ", ".join(modes["examples"])}
+    if modes["model_in_eval"] >= forwards - 1:
+        return Finding("warning", "model", "eval-mode-in-training",
+                       f"the model is in eval mode during {modes['model_in_eval']} of {forwards} training steps "
+                       f"checked: {in_eval} BatchNorm/Dropout modules normalise with running statistics and drop "
+                       "nothing", evidence, "call model.train() before the training steps (after each evaluation)")
+    return Finding("info", "model", "eval-mode-in-training",
+                   f"{in_eval} of {modes['mode_modules']} BatchNorm/Dropout modules stay in eval mode while the model "
+                   "trains (frozen on purpose?)", evidence, "")
+
+
+def relu_on_logits(m, x):
+    """Logits never negative and often exactly zero: a ReLU after the last layer clips the scores."""
+    seen = m.get("loss_inputs") or {}
+    if seen.get("calls", 0) >= 3 and seen["nonnegative_logits"] >= seen["calls"] - 1:
+        return Finding("critical" if not_learning(m) else "warning", "model", "relu-on-logits",
+                       f"the logits handed to the loss are never negative and a quarter or more are exactly zero, in "
+                       f"{seen['nonnegative_logits']} of {seen['calls']} training calls: a ReLU (or clamp) after "
+                       "the last layer", {"calls_nonnegative": seen["nonnegative_logits"], "calls_checked": seen["calls"]},
+                       "end the model with the Linear layer: the loss wants unbounded logits")
+
+
+def head_wider_than_classes(m, x):
+    """Far more outputs than the labels use, over enough samples to have seen every class: a head
+    copied from another task (1000 ImageNet classes for a 10-class set)."""
+    used, classes = m.get("labels_used"), m.get("classes")
+    if not used or not classes or (m.get("task") or {}).get("kind") != "classification":
+        return None
+    labels = used["largest"] + 1
+    if classes >= 4 * labels and classes - labels >= 20 and used["samples"] >= 20 * labels:
+        return Finding("warning", "model", "head-wider-than-classes",
+                       f"the model outputs {classes} classes, and {used['samples']} training labels use only "
+                       f"0..{labels - 1}", {"outputs": classes, "largest_label": labels - 1, "samples": used["samples"]},
+                       f"size the last layer for the data set's classes ({labels}, as far as the labels show)")
+
+
+RULES = [bad_initialisation, dead_units, loss_at_init, head_wider_than_classes, cannot_overfit, parameters_get_no_gradient,
+         adversarial_imbalance, eval_mode_in_training, relu_on_logits]

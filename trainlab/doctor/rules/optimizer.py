@@ -7,7 +7,7 @@ from trainlab.doctor import causes
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.report import Finding
 from trainlab.doctor.rules.common import (CLIP_KEEPS_LITTLE, UPDATE_RATIO_HIGH, UPDATE_RATIO_LOW,
-                                          first_nonfinite_step, fp16_weights, not_learning)
+                                          UPDATE_RATIO_WRECKS, first_nonfinite_step, fp16_weights, not_learning)
 
 
 def params_not_in_optimizer(m, x):
@@ -20,12 +20,15 @@ def params_not_in_optimizer(m, x):
 
 
 def missing_zero_grad(m, x):
-    stale = m["stale_grads"]
-    if len(stale) >= 3 and sum(stale) >= len(stale) - 1 and m["backwards"] <= m["steps"] + 1:
-        return Finding("critical", "optimizer", "missing-zero-grad",
-                       "gradients from the previous step are still there when backward() runs",
-                       {"backwards_with_stale_grads": sum(stale), "checked": len(stale)},
-                       "call optimizer.zero_grad() once per step (unless you accumulate on purpose)")
+    """Judged per updater: in a GAN one model's optimizer can miss its zero_grad while the other's is fine."""
+    by_updater = m.get("stale_grads_by_updater") or {"all": m["stale_grads"]}
+    for updater, stale in by_updater.items():
+        if len(stale) >= 3 and sum(stale) >= len(stale) - 1:
+            which = f" ({updater})" if len(by_updater) > 1 else ""
+            return Finding("critical", "optimizer", "missing-zero-grad",
+                           f"gradients from the previous step are still there when the next step uses them{which}",
+                           {"backwards_with_stale_grads": sum(stale), "checked": len(stale)},
+                           "call optimizer.zero_grad() once per step (unless you accumulate on purpose)")
 
 
 def zero_grad_before_step(m, x):
@@ -77,11 +80,41 @@ def lr_far_above_range(m, x):
 
 
 def optimizer_never_steps(m, x):
-    if m["steps"] == 0 and m["backwards"] >= 10:
-        return Finding("critical", "optimizer", "missing-optimizer-step",
-                       f"backward() ran {m['backwards']} times but no optimizer ever stepped",
-                       {"backwards": m["backwards"], "optimizer_steps": 0},
-                       "call optimizer.step() after loss.backward()")
+    """Backwards and no update at all: no torch.optim step, and the parameters' values did not change
+    between iterations (a hand-written update changes them). With no iteration compared (the model is
+    not called again after a backward) the evidence is one-sided: info."""
+    compared = m.get("iterations_compared", 0)
+    if m["steps"] == 0 and m["backwards"] == 0 and m.get("model"):
+        # the model was called, and nothing was ever trained: no backward, no step (a closure never handed
+        # to the optimizer, say): critical once it ran training forwards (gradients enabled)
+        forwards = m.get("forwards", 0)
+        return Finding("critical" if forwards >= 10 else "warning", "optimizer", "missing-optimizer-step",
+                       f"no training step ran: the model ({m['model']}) was called, {forwards} times with gradients "
+                       "enabled, but backward() never ran and no optimizer stepped",
+                       {"backwards": 0, "optimizer_steps": 0, "training_forwards": forwards},
+                       "call loss.backward() and optimizer.step() (with a closure, hand it to optimizer.step)")
+    if m["steps"] == 0 and m["backwards"] >= 10 and not m.get("updates_by_hand"):
+        evidence = {"backwards": m["backwards"], "optimizer_steps": 0, "iterations_compared": compared}
+        if compared >= 3:
+            return Finding("critical", "optimizer", "missing-optimizer-step",
+                           f"backward() ran {m['backwards']} times but the parameters never changed: no optimizer "
+                           f"stepped, and their values were the same after {compared} iterations",
+                           evidence, "call optimizer.step() after loss.backward()")
+        return Finding("info", "optimizer", "missing-optimizer-step",
+                       f"backward() ran {m['backwards']} times and no torch.optim optimizer stepped; whether the "
+                       "script updates the parameters itself could not be measured", evidence, "")
+
+
+def updates_by_hand(m, x):
+    """Parameters updated without torch.optim: say so, and which rules can only read torch.optim."""
+    if m["steps"] == 0 and m.get("updates_by_hand"):
+        return Finding("info", "optimizer", "updates-by-hand",
+                       f"the script updates the parameters itself (no torch.optim step): they changed in "
+                       f"{m['updates_by_hand']} of {m['iterations_compared']} iterations compared",
+                       {"updates_by_hand": m["updates_by_hand"], "iterations_compared": m["iterations_compared"],
+                        "measured_by_value": "update sizes, gradients zeroed between steps",
+                        "silent": "learning-rate schedule, weight decay, zero_grad between backward and step, "
+                                  "parameters left out of the optimizer (they read torch.optim)"}, "")
 
 
 WEIGHT_DECAY_MOST = causes.limit("weight-decay-too-high", "doctor")  # per optimizer type, "other" for the rest
@@ -100,28 +133,48 @@ def weight_decay_too_high(m, x):
 def update_sizes(m, x):
     """|delta w| / |w| per weight tensor per step: tiny updates starve learning, huge ones wreck it."""
     ratio, per_layer = m.get("update_ratio_median"), m.get("update_ratios") or {}
-    if ratio is None or not m["steps"]:
+    if ratio is None or not (m["steps"] or m.get("updates_by_hand")):
         return None
     smallest = min(per_layer, key=per_layer.get)
     largest = max(per_layer, key=per_layer.get)
     evidence = {"update_ratio_median": ratio, "smallest": f"{smallest} {per_layer[smallest]:.2g}",
                 "largest": f"{largest} {per_layer[largest]:.2g}", "steps_checked": m["update_ratio_steps"]}
     title = f"each step changes the weights by {ratio:.2g} of their norm (median over {len(per_layer)} weight tensors)"
+    if not m["steps"]:
+        title += ", measured on their values (updated by hand)"
     clipped = _clipping_keeps(m)
     stuck = not_learning(m)
     if missing_zero_grad(m, x) and m.get("update_ratio_first") is not None:
         # gradients summed over steps inflate every later update: only the first step measures the LR
         ratio = evidence["update_ratio_first_step"] = m["update_ratio_first"]
         title += f"; {ratio:.2g} on the first step, before the gradients left un-zeroed pile up"
+    lr, suggested = (m["lr"][0] if m["lr"] else None), x.get("suggested_lr")
+    safe = bool(lr and suggested and lr <= 2 * suggested)  # the LR range test says this LR trains
+    if safe:
+        evidence["suggested_lr"] = suggested
+    first = m.get("update_ratio_first")
+    if first is not None and first > UPDATE_RATIO_WRECKS and stuck and not safe:
+        # later steps are measured against weights the first ones already blew up: the first step tells
+        evidence |= {"update_ratio_first_step": first, "lr": m["lr"][0] if m["lr"] else None}
+        return Finding("critical", "optimizer", "lr-too-high",
+                       f"the first step changes the weights by {first:.3g}x their norm (healthy training sits near "
+                       "1e-3), and the loss does not fall", evidence,
+                       "lower the learning rate (an LR range test shows where the loss diverges)")
     if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
         lr = m["lr"][0] if m["lr"] else None
         evidence["lr"] = lr
         return Finding("critical", "optimizer", "lr-too-low", title + "; healthy training sits near 1e-3",
                        evidence, "raise the learning rate (an LR range test shows where the loss starts to fall)")
-    if ratio > UPDATE_RATIO_HIGH and stuck:
+    if ratio > UPDATE_RATIO_HIGH and stuck and not safe:
         return Finding("critical", "optimizer", "lr-too-high", title + "; healthy training sits near 1e-3",
                        evidence, "lower the learning rate (an LR range test shows where the loss diverges)")
     return Finding("info", "optimizer", "update-sizes", title, evidence, "")
+
+
+# Optimizers whose update divides the gradient by its own running scale: scaling every gradient by one
+# factor (clipping) leaves the update nearly unchanged.
+SCALE_INVARIANT = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "Adafactor",
+                   "SparseAdam")
 
 
 def _clipping_keeps(m):
@@ -137,6 +190,12 @@ def clipping_too_tight(m, x):
     if keeps is None and not pinned:
         return None
     evidence = {"norm_kept": keeps, "grad_norm_at_step": norms[-1] if norms else None, "norm_pinned": pinned}
+    adaptive = bool(m.get("optimizers")) and all(o["type"] in SCALE_INVARIANT for o in m["optimizers"])
+    if keeps is not None and keeps < CLIP_KEEPS_LITTLE and adaptive:
+        return Finding("info", "optimizer", "gradient-clipping",
+                       f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step, but "
+                       f"{m['optimizers'][0]['type']} divides each update by the gradient's running scale: "
+                       "clipping changes the update's size little", evidence, "")
     if keeps is not None and keeps < CLIP_KEEPS_LITTLE and not_learning(m):
         return Finding("critical", "optimizer", "clipping-too-tight",
                        f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step "
@@ -152,4 +211,4 @@ def clipping_too_tight(m, x):
 
 
 RULES = [params_not_in_optimizer, missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high,
-         lr_far_above_range, optimizer_never_steps, weight_decay_too_high, update_sizes, clipping_too_tight]
+         lr_far_above_range, optimizer_never_steps, updates_by_hand, weight_decay_too_high, update_sizes, clipping_too_tight]

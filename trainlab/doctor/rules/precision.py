@@ -1,7 +1,7 @@
 """The precision rules: half-precision master weights, gradients that underflow, float64 compute."""
 
 from trainlab.doctor.report import Finding
-from trainlab.doctor.rules.common import fp16_underflow, fp16_weights, zero_gradient_share
+from trainlab.doctor.rules.common import full_batch_optimizer, fp16_underflow, fp16_weights, zero_gradient_share
 
 
 def fp16_master_weights(m, x):
@@ -40,7 +40,7 @@ def fp16_gradient_underflow(m, x):
 def float64_compute(m, x):
     dtypes = m["output_dtypes"]
     if dtypes.get("torch.float64"):
-        return Finding("critical", "precision", "float64-compute",
+        return Finding("info" if full_batch_optimizer(m) else "critical", "precision", "float64-compute",
                        f"{dtypes['torch.float64']} of {sum(dtypes.values())} layer outputs are float64",
                        {"float64_outputs": dtypes["torch.float64"]},
                        "keep the model and its inputs in float32 (look for .double() and float64 numpy arrays)")

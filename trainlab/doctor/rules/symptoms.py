@@ -27,6 +27,9 @@ def symptom_evidence(m, found):
         if "last_window_batch_acc" in c:
             text += (f"; batch accuracy {c['last_window_batch_acc']:.1%} against chance {c['chance']:.1%} "
                      "(always guessing the commonest class of the captured batches)")
+        unigram = (m.get("task") or {}).get("unigram_loss")
+        if unigram is not None:
+            text += f"; a model that learnt only the tokens' frequencies reaches {unigram:.3f}"
         notes["no-convergence"] = text
     if NAN in found:
         step = first_nonfinite_step(m)

@@ -6,7 +6,8 @@ every drill mutation that applies to each file.
 
 Each entry of real_scripts/MANIFEST.toml runs as a user runs it, in a fresh copy of its folder:
 `python -m trainlab.doctor [doctor_args] --json out.json <file> <args>`. A healthy run passes when
-no finding is above info; a planted bug passes when its cause is the top root cause. Writes
+no finding is above info; a planted bug passes when its cause is the top root cause (an edit that makes
+the script raise is counted apart: it passes when the doctor names the crash). Writes
 benchmarks/results/doctor_real.json; --sample runs what `make test` runs (the sample entries,
 healthy and one bug each).
 """
@@ -33,6 +34,8 @@ SEVERITIES = ("critical", "warning", "info")
 # optimizer.step() in a script with two optimizers leaves that optimizer unused, and the edit prunes it
 # (drill.edit.Script.prune_unused), so that model's parameters are in no optimizer at all.
 ALSO = {"missing-optimizer-step": {"params-not-in-optimizer"}}
+# Mutations that apply to the text but change nothing at the entry's arguments: not scored.
+NO_OP = {("imagenet_resnet18", "data-loader-starves"): "the edit sets num_workers=0, which the run's own -j 0 already does"}
 
 
 def manifest():
@@ -59,6 +62,8 @@ def variants(entry):
     text = (CORPUS / entry["dir"] / entry["file"]).read_text()
     out = [(None, text)]
     for cause, mutation in MUTATIONS.items():
+        if (entry["name"], cause) in NO_OP:
+            continue
         try:
             out.append((cause, mutation.apply(text)))
         except NotApplicable:
@@ -93,8 +98,14 @@ def score(entry, cause, report):
     found = report["root_causes"]
     worst = min((f["severity"] for f in report["findings"]), key=SEVERITIES.index, default="none")
     task = report["measurements"].get("task") or {}
-    passed = worst in ("info", "none") if cause is None else bool(found) and found[0] in {cause} | ALSO.get(cause, set())
-    return row | {"found": found, "worst": worst, "passed": passed, "task": task.get("kind"),
+    # a planted edit that makes the script raise (drill mutations assume shapes a real script may not have)
+    # is no silent bug: the doctor passes it by naming the crash and its line
+    raises = cause is not None and report.get("crash") is not None
+    if cause is None:
+        passed = worst in ("info", "none")
+    else:
+        passed = bool(found) and found[0] in ({"crash"} if raises else {cause} | ALSO.get(cause, set()))
+    return row | {"found": found, "worst": worst, "passed": passed, "task": task.get("kind"), "raises": raises,
                   "steps": report["steps"], "backwards": report["measurements"].get("backwards"),
                   "wall_s": round(report["wall_s"], 1), "symptoms": report["symptoms"],
                   "above_info": [f"{f['severity']}: {f['cause']}" for f in report["findings"] if f["severity"] != "info"]}
@@ -118,18 +129,22 @@ def main(argv=None):
                   f"(worst {r['worst']}) {'ok' if r['passed'] else 'FAILED'}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
     healthy = [r for r in rows if r["planted"] is None]
-    planted = [r for r in rows if r["planted"] is not None]
+    raising = [r for r in rows if r.get("raises")]
+    planted = [r for r in rows if r["planted"] is not None and not r.get("raises")]
     print(table([{"script": r["script"], "planted": r["planted"] or "(healthy)", "task": r.get("task") or "-",
                   "doctor's root causes": ", ".join(r["found"]) or "-",
                   "verdict": ("quiet" if r["passed"] else f"alarm: {', '.join(r.get('above_info') or [r['worst']])}")
-                  if r["planted"] is None else ("top" if r["passed"] else "MISSED")} for r in rows],
+                  if r["planted"] is None else ("the edit raises: crash named" if r.get("raises") and r["passed"]
+                                                else "top" if r["passed"] else "MISSED")} for r in rows],
                 ["script", "planted", "task", "doctor's root causes", "verdict"]))
     print(f"\n{len(healthy)} healthy runs: {sum(r['passed'] for r in healthy)} with nothing above info; "
           f"{len(planted)} planted bugs: the planted cause the top root cause in {sum(r['passed'] for r in planted)}; "
+          f"{len(raising)} planted edits make the script raise (the crash named in {sum(r['passed'] for r in raising)}); "
           f"wall time {wall / 60:.1f} min")
     payload = {"benchmark": "doctor_real", "machine": machine(resolve_device("cpu")), "sources": sources,
                "wall_s": round(wall, 1), "healthy": len(healthy), "healthy_quiet": sum(r["passed"] for r in healthy),
-               "planted": len(planted), "planted_top": sum(r["passed"] for r in planted), "rows": rows}
+               "planted": len(planted), "planted_top": sum(r["passed"] for r in planted),
+               "edits_that_raise": len(raising), "raises_named": sum(r["passed"] for r in raising), "rows": rows}
     if not (args.only or args.sample):
         print("wrote", write_result("doctor_real", payload))
     return payload

@@ -21,7 +21,7 @@ def test_class_script(name, kind, cause):
                            f"got root causes {row['found']} (worst {row['worst']})")
 
 
-def test_every_class_has_three_scripts_and_every_cause_is_registered():
+def test_every_class_has_two_scripts_or_more_and_every_cause_is_registered():
     from trainlab.doctor.causes import ALL
 
     kinds = {}

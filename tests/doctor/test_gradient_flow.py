@@ -106,6 +106,7 @@ def test_healthy_update_sizes_sit_near_a_thousandth_to_a_hundredth(tmp_path):
     assert f.severity == "info" and 1e-4 < f.evidence["update_ratio_median"] < 5e-2, f.evidence
 
 
+@pytest.mark.full  # make test: the rule's edges in test_rules (issue 34 moved this run to the rest)
 def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
     report = diagnose_text(tmp_path, inject(SGD, SGD_BACKWARD, SGD_BACKWARD +
                                             "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)\n"))
@@ -199,6 +200,7 @@ def test_lr_suggestion_declines_a_curve_too_flat_to_read():
     assert s["lr"] is None and "too flat" in s["rule"]
 
 
+@pytest.mark.full  # make test: lr_suggestion's readings on hand-made curves above (issue 34 moved this run to the rest)
 def test_lr_suggestion_for_the_reference_loop_is_where_it_trains(tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         report = diagnose_here(str(SCRIPTS / "reference_loop.py"), max_steps=20, every_experiment=True)

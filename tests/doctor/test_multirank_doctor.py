@@ -76,6 +76,7 @@ def test_a_healthy_ddp_script_gets_nothing_above_info_and_per_rank_step_times(tm
     assert json.loads(report.to_json())["schema_version"] == 3
 
 
+@pytest.mark.full  # make test: partial-collective is found in the FSDP lab's five mistakes (issue 34 moved this to the rest)
 def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
     text = inject(DDP, "            dist.all_reduce(mean_loss)\n            if rank == 0:\n",
                   "            if rank == 0:\n                dist.all_reduce(mean_loss)\n")

@@ -122,7 +122,26 @@ def _overfit(m):
 
 def _loss_inputs(m):
     calls = m.get("probabilities_into_loss", 0)
-    return f"{calls} of the first steps' loss calls received rows that are all >= 0 and sum to 1"
+    seen, task = m.get("loss_inputs") or {}, m.get("task") or {}
+    text = f"{calls} of the first steps' loss calls received rows that are all >= 0 and sum to 1"
+    if seen.get("calls"):
+        text += (f"; of {seen['calls']} training calls, {seen['normalised_over_batch']} got scores whose columns (over "
+                 f"the batch) sum to 1 and rows do not, {seen['nonnegative_logits']} got scores never negative and a "
+                 "quarter or more exactly zero")
+    if task.get("kind") == "adversarial":
+        text += (f"; a binary loss between {len(task['optimizer_steps'])} models (optimizer steps "
+                 f"{', '.join(map(str, task['optimizer_steps']))}); its inputs saturated at 0 or 1: "
+                 f"{task['saturated_share'] if task.get('saturated_share') is not None else '?'}")
+    return text
+
+
+def _train_mode(m):
+    modes = m.get("modes") or {}
+    if not modes.get("training_forwards"):
+        return None
+    return (f"in {modes['model_in_eval']} of {modes['training_forwards']} training forwards checked the model was in "
+            f"eval mode; at most {modes['modules_in_eval']} of its {modes['mode_modules']} BatchNorm/Dropout modules "
+            f"were" + (f" ({', '.join(modes['examples'])})" if modes["examples"] else ""))
 
 
 def _first_nonfinite(m):
@@ -190,8 +209,11 @@ def _batch_contents(m):
     fewest = m.get("classes_per_batch")
     classes = (f"the fewest classes in one of the first {m.get('batches_seen')} batches: {fewest}" if fewest is not None
                else "the batches' classes could not be read (the targets are not class labels)")
+    used = m.get("labels_used")
+    labels = (f"; the labels use classes 0..{used['largest']} ({used['samples']} samples), the model outputs "
+              f"{m.get('classes')}" if used and m.get("classes") else "")
     return (f"{m.get('batch_size')} samples per step; {classes}; distinct batches among them: "
-            f"{m.get('distinct_batches')}")
+            f"{m.get('distinct_batches')}{labels}")
 
 
 def _optimizer_settings(m):
@@ -231,6 +253,7 @@ EXPERIMENTS = {e.id: e for e in (
     Experiment("batch-contents", "what each training batch holds (its size, its classes, whether it repeats)",
                _batch_contents),
     Experiment("loss-inputs", "what the loss function receives", _loss_inputs),
+    Experiment("train-mode", "whether the training steps run the model in train() mode", _train_mode),
     Experiment("first-nonfinite", "where the first inf/NaN appears", _first_nonfinite),
     Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
     Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),

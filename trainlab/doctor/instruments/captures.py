@@ -94,7 +94,7 @@ class Captures(Instrument):
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
             if x is not None and x.is_floating_point() and x.ndim >= 2:
                 with probe.internal(), torch.no_grad():
-                    if x.ndim == 4:
+                    if x.ndim == 4 and min(x.shape[2:]) >= 4:  # images (a GAN's 1x1 noise has no spectrum)
                         self.features.append(image_features(x.detach().float()).cpu())
                     self.pixels.append(pixel_features(x.detach().float()).cpu())
                     self.batches.append(x.detach().clone())

@@ -27,31 +27,31 @@ FOLDER = Path(__file__).resolve().parent.parent / "tests" / "doctor" / "scripts"
 SEVERITIES = ("critical", "warning", "info")
 
 
+def expected(path):
+    """(class, expected cause or None) from a script's docstring."""
+    head = re.match(r'"""Class: (.+?)\. (Healthy|Broken \(([\w-]+)\))', path.read_text())
+    if not head:
+        raise ValueError(f"{path.name}: its docstring must start 'Class: <class>. Healthy:' or 'Broken (<cause>):'")
+    return head.group(1), head.group(3)
+
+
 def scripts():
     """[(name, class, expected cause or None)] from each script's docstring."""
-    out = []
-    for path in sorted(FOLDER.glob("*.py")):
-        if path.name.startswith("_"):
-            continue
-        head = re.match(r'"""Class: (.+?)\. (Healthy|Broken \(([\w-]+)\))', path.read_text())
-        if not head:
-            raise ValueError(f"{path.name}: its docstring must start 'Class: <class>. Healthy:' or 'Broken (<cause>):'")
-        out.append((path.stem, head.group(1), head.group(3)))
-    return out
+    return [(path.stem, *expected(path)) for path in sorted(FOLDER.glob("*.py")) if not path.name.startswith("_")]
 
 
-def diagnose(name, repo=None, timeout_s=300):
-    """The doctor's report on one class script, with trainlab from repo (this checkout by default)."""
+def diagnose(name, repo=None, timeout_s=300, folder=FOLDER):
+    """The doctor's report on one script of folder, with trainlab from repo (this checkout by default)."""
     with tempfile.TemporaryDirectory(prefix="trainlab-classes-") as tmp:
         out = Path(tmp) / "report.json"
         command = [sys.executable, "-m", "trainlab.doctor", "--json", str(out), f"{name}.py"]
         if repo:  # another checkout: a plain process that imports it (this one's warm server has ours)
             env = {**runner.child_env(), "PYTHONPATH": str(repo)}
-            done = subprocess.run(command, env=env, cwd=FOLDER, capture_output=True, text=True, timeout=timeout_s)
+            done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
             output = done.stdout + done.stderr
         else:
             output = runner.run_command(command, timeout=timeout_s, env=runner.child_env(), stream=False,
-                                        cwd=FOLDER).output
+                                        cwd=folder).output
         if not out.exists():
             return {"error": output[-500:]}
         return json.loads(out.read_text())

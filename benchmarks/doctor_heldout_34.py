@@ -12,36 +12,17 @@ benchmarks/results/doctor_heldout_34.json.
 """
 
 import argparse
-import json
-import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from benchmarks import doctor_classes, doctor_real
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
 from trainlab.device import resolve_device
 
 FOLDER = Path(__file__).resolve().parent / "heldout_34"
 REAL = {"word_language_model": "word_language_model_lstm", "regression": "regression", "dcgan": "dcgan",
         "imagenet": "imagenet_resnet18"}  # the copies' script -> the manifest entry that says how it runs
-
-
-def expected(path):
-    head = re.match(r'"""Class: (.+?)\. (Healthy|Broken \(([\w-]+)\))', path.read_text())
-    return head.group(1), head.group(3)
-
-
-def diagnose_own(path, timeout_s=300):
-    with tempfile.TemporaryDirectory(prefix="trainlab-heldout-") as tmp:
-        out = Path(tmp) / "report.json"
-        result = runner.run_command([sys.executable, "-m", "trainlab.doctor", "--json", str(out), path.name],
-                                    timeout=timeout_s, env=runner.child_env(), stream=False, cwd=FOLDER)
-        if not out.exists():
-            return {"error": result.error or result.output[-500:]}
-        return json.loads(out.read_text())
 
 
 def main(argv=None):
@@ -51,12 +32,12 @@ def main(argv=None):
     entries = {e["name"]: e for e in doctor_real.manifest()[1]}
     start, rows = time.perf_counter(), []
     for path in sorted(FOLDER.glob("*.py")):
-        kind, cause = expected(path)
+        kind, cause = doctor_classes.expected(path)
         if path.name.startswith("real__"):
             entry = entries[REAL[path.name.split("__")[1]]]
             report = doctor_real.diagnose(entry, path.read_text())
         else:
-            report = diagnose_own(path)
+            report = doctor_classes.diagnose(path.stem, folder=FOLDER)
         row = doctor_classes.score(path.stem, kind, cause, report)
         rows.append(row)
         print(f"{path.stem:48s} {row['expected']:28s} found {', '.join(row['found']) or '-'} "

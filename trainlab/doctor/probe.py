@@ -79,7 +79,6 @@ class Probe:
         self.stop_after_nonfinite = stop_after_nonfinite
         self.steps = self.backwards = self.forwards = 0  # optimizer steps, backward calls, training forwards of the model
         self.iterations = 0  # forward-backward iterations ended (with or without an optimizer step)
-        self.fresh_step = False  # no backward yet since the last optimizer step
         self.in_training_forward = False  # inside the root model's forward with gradients enabled
         self.instrument_errors = {}  # "Instrument.event" -> the first error it raised (the run went on)
         self._done = False  # enough steps: stop where the next one begins
@@ -182,7 +181,6 @@ class Probe:
             probe.backwards += 1
             inspect = probe.inspecting()
             probe._send("backward_start", tensor, inspect)
-            probe.fresh_step = False
             probe._backward_since_forward = True
             began = time.perf_counter()
             with probe.clock.computing_region():
@@ -209,7 +207,6 @@ class Probe:
         if self.on_step is not None:
             with self.internal():
                 self.on_step(self)
-        self.fresh_step = True
         if self.steps >= self.max_steps or now - self.start > self.time_limit_s:
             self._done = True
 

@@ -42,6 +42,11 @@ def mean(values):
     return sum(values) / max(len(values), 1)
 
 
+def optimizer_params(optimizers):
+    """Every parameter the optimizers hold, group by group."""
+    return [p for o in optimizers for g in o.param_groups for p in g["params"]]
+
+
 def is_dtensor(t):
     return type(t).__name__ == "DTensor"
 

@@ -6,9 +6,10 @@ batches held (size, classes, distinct batches)."""
 import torch
 import torch.nn.functional as F
 
-from trainlab.doctor.instruments.base import Instrument
+from trainlab.doctor.instruments.base import Instrument, optimizer_params
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.losses import CAPTURE_STEPS  # noqa: F401 - the batches the label test reads
+from trainlab.doctor.instruments.task import uses_chance
 
 KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
 RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is looked for among
@@ -63,9 +64,9 @@ class Captures(Instrument):
         """A model rebuilt after a first one was trained (or called with gradients): the model is the
         one this optimizer's parameters belong to, when no optimizer holds the current one's."""
         optimizers = {optimizer, *self.probe.updates.optimizers}
-        if self.root is None or any(id(p) in self.param_names for p in _params(optimizers)):
+        if self.root is None or any(id(p) in self.param_names for p in optimizer_params(optimizers)):
             return
-        mine = {id(p) for p in _params([optimizer])}
+        mine = {id(p) for p in optimizer_params([optimizer])}
         owner = next((m for m in reversed(self._trained) if mine <= {id(p) for p in m.parameters()}), None)
         if owner is not None:
             self._adopt(owner, ())
@@ -118,13 +119,8 @@ class Captures(Instrument):
                 # the commonest token is no chance level; a regression or a GAN has neither
                 "labels_used": labels_used(targets),
                 "model": type(self.root).__name__ if self.root is not None else None,
-                "classes": (classes(outputs[:DETAIL_STEPS]) if task["kind"] in ("classification", "unknown")
-                            else task.get("vocabulary")),
-                "chance": chance(self.targets) if task["kind"] in ("classification", "unknown") else None}
-
-
-def _params(optimizers):
-    return [p for o in optimizers for g in o.param_groups for p in g["params"]]
+                "classes": classes(outputs[:DETAIL_STEPS]) if uses_chance(task) else task.get("vocabulary"),
+                "chance": chance(self.targets) if uses_chance(task) else None}
 
 
 def classes(outputs):

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from trainlab.doctor.instruments.base import Instrument
+from trainlab.doctor.instruments.base import Instrument, optimizer_params
 
 DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the rest only counted
 
@@ -80,7 +80,7 @@ class Gradients(Instrument):
         if self.probe.inspecting():
             with self.probe.internal(), torch.no_grad():
                 self._updating(optimizer)
-                self._updated(optimizer, [p for g in optimizer.param_groups for p in g["params"]])
+                self._updated(optimizer, optimizer_params([optimizer]))
 
     def step_start(self, optimizer):
         probe = self.probe

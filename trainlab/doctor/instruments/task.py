@@ -14,7 +14,7 @@ the symptoms read the loss alone).
 import torch
 import torch.nn.functional as F
 
-from trainlab.doctor.instruments.base import Instrument
+from trainlab.doctor.instruments.base import Instrument, optimizer_params
 
 CLASSIFICATION = ("cross_entropy", "nll_loss")
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
@@ -47,14 +47,14 @@ class Task(Instrument):
         def wrapper(original):
             def loss(input, target, *args, **kwargs):
                 if torch.is_grad_enabled() and not task.probe.reading_internally:
-                    task._read(name, input, target, kwargs)
+                    task._read(name, input, target)
                 return original(input, target, *args, **kwargs)
 
             return loss
 
         return wrapper
 
-    def _read(self, name, input, target, kwargs):
+    def _read(self, name, input, target):
         calls = self.calls[name] = self.calls.get(name, 0) + 1
         most = SATURATION_CALLS if name in BINARY else CALLS_READ
         if calls > most or not isinstance(input, torch.Tensor) or not isinstance(target, torch.Tensor):
@@ -124,7 +124,7 @@ class Task(Instrument):
 def _disjoint(optimizers):
     seen = set()
     for o in optimizers:
-        ids = {id(p) for g in o.param_groups for p in g["params"]}
+        ids = {id(p) for p in optimizer_params([o])}
         if ids & seen:
             return False
         seen |= ids
@@ -132,6 +132,7 @@ def _disjoint(optimizers):
 
 
 def uses_chance(task):
-    """Whether batch accuracy against the commonest class is a fair reading of the run."""
-    return task is None or task["kind"] in ("classification", "unknown")
+    """Whether classes read off the outputs and batch accuracy against the commonest class are fair
+    readings of the run: for a classification, or a loss the task was not recognised from."""
+    return task["kind"] in ("classification", "unknown")
 

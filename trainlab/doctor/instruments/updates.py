@@ -7,7 +7,7 @@ miss them, since `.data` writes do not bump them."""
 
 import torch
 
-from trainlab.doctor.instruments.base import Instrument, is_sharded, median_float
+from trainlab.doctor.instruments.base import Instrument, is_sharded, median_float, optimizer_params
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 
@@ -28,7 +28,7 @@ class Updates(Instrument):
         self._steps_then = 0
 
     def optimized_params(self):
-        return [p for o in self.optimizers for g in o.param_groups for p in g["params"]]
+        return optimizer_params(self.optimizers)
 
     # events
     def backward_end(self, tensor, inspect):
@@ -61,7 +61,7 @@ class Updates(Instrument):
             self.optimizers.append(optimizer)
         if self.probe.steps < DETAIL_STEPS:
             with self.probe.internal(), torch.no_grad():
-                self._before_update = {p: p.detach().clone() for g in optimizer.param_groups for p in g["params"]}
+                self._before_update = {p: p.detach().clone() for p in optimizer_params([optimizer])}
 
     def step_end(self, optimizer, now):
         if self._before_update:

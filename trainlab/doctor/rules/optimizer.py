@@ -155,13 +155,12 @@ def update_sizes(m, x):
     first = m.get("update_ratio_first")
     if first is not None and first > UPDATE_RATIO_WRECKS and stuck and not safe:
         # later steps are measured against weights the first ones already blew up: the first step tells
-        evidence |= {"update_ratio_first_step": first, "lr": m["lr"][0] if m["lr"] else None}
+        evidence |= {"update_ratio_first_step": first, "lr": lr}
         return Finding("critical", "optimizer", "lr-too-high",
                        f"the first step changes the weights by {first:.3g}x their norm (healthy training sits near "
                        "1e-3), and the loss does not fall", evidence,
                        "lower the learning rate (an LR range test shows where the loss diverges)")
     if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
-        lr = m["lr"][0] if m["lr"] else None
         evidence["lr"] = lr
         return Finding("critical", "optimizer", "lr-too-low", title + "; healthy training sits near 1e-3",
                        evidence, "raise the learning rate (an LR range test shows where the loss starts to fall)")

@@ -51,6 +51,27 @@ def test_clock_counts_the_scripts_host_reads_per_step_and_not_the_probes_own():
     assert len(m["time_split"]) == 4 and m["step_s"] > 0
 
 
+def test_clock_counts_host_reads_per_forward_backward_pass_when_a_step_makes_several():
+    """LBFGS evaluates its closure several times a step; a closure that reads its loss once reads once a pass."""
+    model, data = tiny(), batches(4)
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5, tolerance_grad=0, tolerance_change=0)
+    with Probe(max_steps=100) as probe:
+        try:
+            for x, y in data:
+                def closure():
+                    optimizer.zero_grad()
+                    loss = F.cross_entropy(model(x), y)
+                    loss.item()
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
+        except StopTraining:
+            pass
+    m = probe.summary()
+    assert m["passes_per_step"] >= 5 and m["host_reads_per_step"] >= 5
+    assert m["host_reads_per_pass"] == 1
+
+
 def test_losses_keep_every_backwards_loss_and_stop_a_run_that_stays_non_finite():
     probe, m = probed(tiny(), batches(5))
     assert len(m["losses"]) == 5 and m["finite"] and len(m["batch_acc"]) == 5

@@ -84,6 +84,9 @@ def test_the_device_rules_read_time_waiting_host_reads_and_batch_size():
     assert device.data_loader_starves(per_sample, {}).cause == "data-loader-starves"
     assert device.host_syncs({"host_reads_per_step": 100}, {}).severity == "critical"
     assert device.host_syncs({"host_reads_per_step": 2}, {}).severity == "info"
+    # LBFGS: 20 closure calls a step, each reading its loss once - one read a pass, not a loop of reads
+    lbfgs = device.host_syncs({"host_reads_per_step": 21, "host_reads_per_pass": 1.05, "passes_per_step": 20}, {})
+    assert lbfgs.severity == "info" and "20 passes a step" in lbfgs.title
     assert device.batch_too_small({"batch_size": 4, "steps": 10, "step_s": 0.01}, {}).severity == "critical"
     assert device.batch_too_small({"batch_size": 64, "steps": 10, "step_s": 0.01}, {}) is None
 

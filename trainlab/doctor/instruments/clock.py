@@ -23,12 +23,14 @@ class StepClock:
     compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
     backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
     host_reads: list = field(default_factory=list)  # host reads per step
+    passes: list = field(default_factory=list)  # backward passes per step (LBFGS: one per closure call)
     sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
     wait: float = 0.0  # the step in progress, so far
     sync: float = 0.0
     compute: float = 0.0
     backward: float = 0.0
     reads: int = 0
+    backwards: int = 0
     fetches: int = 0
     computing: int = 0  # nesting depth of compute regions the script is inside now
     last_step: float = 0.0  # when the last step ended
@@ -37,10 +39,11 @@ class StepClock:
         for series, value in ((self.step_times, now - self.last_step), (self.data_wait, self.wait),
                               (self.sync_time, self.sync), (self.compute_time, self.compute),
                               (self.backward_time, self.backward),
-                              (self.host_reads, self.reads), (self.sample_fetches, self.fetches)):
+                              (self.host_reads, self.reads), (self.passes, self.backwards),
+                              (self.sample_fetches, self.fetches)):
             series.append(value)
         self.wait = self.sync = self.compute = self.backward = 0.0
-        self.reads, self.fetches, self.last_step = 0, 0, now
+        self.reads, self.backwards, self.fetches, self.last_step = 0, 0, 0, now
 
     def split(self, steady=slice(None)):
         """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
@@ -52,8 +55,8 @@ class StepClock:
 
 
 class Clock(Instrument, StepClock):
-    PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_mean",
-                "host_reads_max", "sample_fetches_per_step")
+    PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
+                "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step")
 
     def __init__(self, probe):
         Instrument.__init__(self, probe)
@@ -99,6 +102,9 @@ class Clock(Instrument, StepClock):
         self.compute += time.perf_counter() - self._forward_start
         self.computing -= 1
 
+    def backward_start(self, loss, inspect):
+        self.backwards += 1
+
     def step_start(self, optimizer):
         self._step_start = time.perf_counter()
 
@@ -139,9 +145,13 @@ class Clock(Instrument, StepClock):
     def summary(self):
         steady = slice(1, None) if len(self.step_times) > 2 else slice(None)  # skip the warm-up step
         step_s, wait_s = sum(self.step_times[steady]), sum(self.data_wait[steady])
-        reads = self.host_reads[steady]
+        reads, passes = self.host_reads[steady], self.passes[steady]
+        # a read per forward-backward pass is one per pass however many passes a step makes (LBFGS
+        # evaluates its closure up to 20 times a step; gradient accumulation runs several)
+        per_pass = [r / max(p, 1) for r, p in zip(reads, passes)]
         return {"step_s": step_s / max(len(self.step_times[steady]), 1),
                 "data_wait_share": wait_s / step_s if step_s else 0.0, "time_split": self.split(steady),
-                "host_reads_per_step": median(reads), "host_reads_mean": mean(reads),
+                "host_reads_per_step": median(reads), "host_reads_per_pass": median(per_pass),
+                "passes_per_step": median(passes), "host_reads_mean": mean(reads),
                 "host_reads_max": max(reads, default=0),
                 "sample_fetches_per_step": median(self.sample_fetches[steady])}

@@ -25,15 +25,20 @@ def data_loader_starves(m, x):
 
 
 def host_syncs(m, x):
-    reads = m["host_reads_per_step"]
-    if reads > HOST_READS_PER_STEP:
-        return Finding("critical" if reads > 64 else "warning", "device", "host-syncs-in-loop",
-                       f"{reads} host reads of tensor values per step (each a device sync on a GPU)",
-                       {"host_reads_per_step": reads},
+    reads, passes = m["host_reads_per_step"], m.get("passes_per_step", 1)
+    per_pass = m.get("host_reads_per_pass", reads)
+    # judged per forward-backward pass: LBFGS's closure printing its loss reads once per evaluation, and
+    # the optimizer itself reads its state as often; a step that makes many passes is not a loop of reads
+    where = f"{reads} host reads of tensor values per step" + (
+        f" ({per_pass:g} per forward-backward pass, {passes} passes a step)" if passes > 1 else "")
+    numbers = {"host_reads_per_step": reads, "host_reads_per_pass": per_pass, "passes_per_step": passes}
+    if per_pass > HOST_READS_PER_STEP:
+        return Finding("critical" if per_pass > 64 else "warning", "device", "host-syncs-in-loop",
+                       where + " (each a device sync on a GPU)", numbers,
                        "keep metrics on the device (tensor ops such as index_add_) and read them every N steps")
     if reads:
-        return Finding("info", "device", "host-syncs-in-loop", f"{reads} host read(s) per step",
-                       {"host_reads_per_step": reads}, "fine on a CPU; on a GPU, read metrics every N steps")
+        return Finding("info", "device", "host-syncs-in-loop", where, numbers,
+                       "fine on a CPU; on a GPU, read metrics every N steps")
 
 
 def batch_too_small(m, x):

@@ -3,12 +3,15 @@ after the mechanisms (benchmarks/heldout_34/, never read by the doctor's authors
 its own in styles the doctor was not built against (5 healthy, 7 with one bug each), and 6 planted-bug
 copies of the vendored real scripts.
 
-    python -m benchmarks.doctor_heldout_34
+    python -m benchmarks.doctor_heldout_34 [--batch heldout_34b]
+
+The second batch (heldout_34b/, 8 scripts) came after the last two classes' mechanisms (a script that
+learns far worse than a known-good loop, a step slow outside the model), written the same way.
 
 A script's docstring says "Healthy" or "Broken (cause)"; the doctor sees only the code. Scored as in
 doctor_classes (healthy: nothing above info; broken: the cause the top root cause) and doctor_real
 (a real-script copy runs from a copy of its script's folder, with the manifest's arguments). Writes
-benchmarks/results/doctor_heldout_34.json.
+benchmarks/results/doctor_<batch>.json.
 """
 
 import argparse
@@ -28,16 +31,18 @@ REAL = {"word_language_model": "word_language_model_lstm", "regression": "regres
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="accepted for make bench; the scripts pick their device")
+    parser.add_argument("--batch", default=FOLDER.name, help="the folder of benchmarks/ that holds the batch")
     args = parser.parse_args(argv)
+    folder = FOLDER.parent / args.batch
     entries = {e["name"]: e for e in doctor_real.manifest()[1]}
     start, rows = time.perf_counter(), []
-    for path in sorted(FOLDER.glob("*.py")):
+    for path in sorted(folder.glob("*.py")):
         kind, cause = doctor_classes.expected(path)
         if path.name.startswith("real__"):
             entry = entries[REAL[path.name.split("__")[1]]]
             report = doctor_real.diagnose(entry, path.read_text())
         else:
-            report = doctor_classes.diagnose(path.stem, folder=FOLDER)
+            report = doctor_classes.diagnose(path.stem, folder=folder)
         row = doctor_classes.score(path.stem, kind, cause, report)
         rows.append(row)
         print(f"{path.stem:48s} {row['expected']:28s} found {', '.join(row['found']) or '-'} "
@@ -50,10 +55,10 @@ def main(argv=None):
     print(f"\n{len(healthy)} healthy: {sum(r['passed'] for r in healthy)} with nothing above info; {len(broken)} broken: "
           f"the cause the top root cause in {sum(r['passed'] for r in broken)}; "
           f"wall time {(time.perf_counter() - start) / 60:.1f} min")
-    payload = {"benchmark": "doctor_heldout_34", "machine": machine(resolve_device("cpu")),
+    payload = {"benchmark": f"doctor_{args.batch}", "machine": machine(resolve_device("cpu")),
                "healthy": len(healthy), "healthy_quiet": sum(r["passed"] for r in healthy),
                "broken": len(broken), "broken_top": sum(r["passed"] for r in broken), "rows": rows}
-    print("wrote", write_result("doctor_heldout_34", payload))
+    print("wrote", write_result(f"doctor_{args.batch}", payload))
     return payload
 
 

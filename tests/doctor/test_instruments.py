@@ -72,6 +72,24 @@ def test_clock_counts_host_reads_per_forward_backward_pass_when_a_step_makes_sev
     assert m["host_reads_per_pass"] == 1
 
 
+def test_clock_times_the_models_own_pass_apart_from_forwards_no_backward_follows():
+    model, data = tiny(), batches(8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Probe(max_steps=100) as probe:
+        try:
+            for x, y in data:
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                with torch.no_grad():  # a metric over a bigger set every step: compute outside the pass
+                    model(torch.randn(4096, 8))
+        except StopTraining:
+            pass
+    m = probe.summary()
+    assert 0 < m["model_s"] < m["step_median_s"] and m["extra_forward_s"] > 0
+    assert m["intra_op_threads"] == torch.get_num_threads() and m["cores"] >= 1 and m["compute_device"] == "cpu"
+
+
 def test_losses_keep_every_backwards_loss_and_stop_a_run_that_stays_non_finite():
     probe, m = probed(tiny(), batches(5))
     assert len(m["losses"]) == 5 and m["finite"] and len(m["batch_acc"]) == 5

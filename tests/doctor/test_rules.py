@@ -4,7 +4,7 @@ and decides in microseconds, so its edges are tested here rather than through 60
 import math
 
 from trainlab.doctor import rules, trend
-from trainlab.doctor.rules import data, device, loss, model, optimizer, precision
+from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
 
 
 def test_inputs_far_from_unit_scale_are_named_and_normalised_ones_are_not():
@@ -244,3 +244,54 @@ def test_a_model_that_is_called_but_never_trained_is_missing_its_step():
     only_no_grad = _updates(backwards=0, forwards=0, model="Sequence", iterations_compared=0)
     assert optimizer.optimizer_never_steps(only_no_grad, {}).severity == "warning"
     assert optimizer.optimizer_never_steps(_updates(backwards=0, forwards=0, model=None), {}) is None
+
+
+def _compared(script_acc, control_acc=0.9, learns=True, samples=128):
+    control = {"learns": learns, "script_held_out_acc": script_acc, "held_out_acc_after": control_acc,
+               "held_out_samples": samples, "steps": 64, "lr": 3e-3, "chance": 0.17, "script_held_out_loss": 2.0,
+               "held_out_loss_after": 0.3}
+    m = {"steps": 200, "convergence": {"learning": True}, "optimizers": [{"type": "SGD", "lr": 1e-3}],
+         "task": {"why": "a cross-entropy over 8 outputs"}}
+    return m, {"control": control}
+
+
+def test_a_script_far_below_the_control_on_the_same_held_out_batches_learns_far_worse():
+    f = run.learns_far_worse(*_compared(0.28))
+    assert f.severity == "warning" and "28%" in f.title and "90%" in f.title
+    assert "SGD lr 0.001" in f.evidence["script_loop"]
+    assert run.learns_far_worse(*_compared(0.75)) is None  # 15 points: a different loop, not a bug
+    assert run.learns_far_worse(*_compared(0.28, learns=False)) is None  # the control failed: no reference
+    assert run.learns_far_worse(*_compared(0.6, control_acc=0.85, samples=16)) is None  # within 3 standard errors
+    m, x = _compared(0.28)
+    assert run.learns_far_worse(m, {"control": {k: v for k, v in x["control"].items()
+                                                if not k.startswith("script")}}) is None  # not compared
+
+
+def test_a_mechanisms_finding_explains_the_run_and_the_comparison_stays_info_beside_it(monkeypatch):
+    m, x = _compared(0.28)
+    monkeypatch.setattr(rules, "RULES", [run.learns_far_worse])
+    assert [f.severity for f in rules.findings(m, x)] == ["warning"]
+    monkeypatch.setattr(rules, "RULES", [run.learns_far_worse, lambda m, x: device.host_syncs(m, x)])
+    found = {f.cause: f.severity for f in rules.findings(m | {"host_reads_per_step": 100}, x)}
+    assert found == {"learns-far-worse": "info", "host-syncs-in-loop": "critical"}
+
+
+def _timed(step_ms, model_ms, data_ms=0.0, sync_ms=0.0, extra_ms=0.0, threads=2, cores=2, device="cpu"):
+    other = max(step_ms - model_ms - data_ms - sync_ms - extra_ms, 0.0) / 1e3
+    return {"step_s": step_ms / 1e3, "step_median_s": step_ms / 1e3, "model_s": model_ms / 1e3,
+            "extra_forward_s": extra_ms / 1e3, "intra_op_threads": threads, "cores": cores, "compute_device": device,
+            "time_split": {"data": data_ms / 1e3, "sync": sync_ms / 1e3, "compute": (model_ms + extra_ms) / 1e3,
+                           "other": other}}
+
+
+def test_a_step_far_longer_than_the_models_own_pass_is_slow_wherever_the_rest_goes():
+    metrics = device.slow_step(_timed(180, 12, extra_ms=160), {})
+    assert metrics.severity == "warning" and "forwards of the model no backward follows" in metrics.title
+    python = device.slow_step(_timed(50, 2), {})
+    assert "outside the model" in python.title and python.evidence["model_ms"] == 2
+    assert device.slow_step(_timed(20, 12), {}) is None  # under 2x
+    assert device.slow_step(_timed(5, 1), {}) is None  # 5x, but 4 ms: a loop's own Python
+    threads = device.slow_step(_timed(40, 38, threads=1, cores=8), {})
+    assert threads.severity == "warning" and "1 intra-op thread(s) for 8 cores" in threads.title
+    assert device.slow_step(_timed(40, 38, threads=1, cores=8, device="cuda"), {}) is None  # the GPU computes
+    assert device.slow_step(_timed(40, 38, threads=1, cores=1), {}) is None

@@ -100,6 +100,33 @@ BY_CAUSE = {
         "the DataLoader has no workers and decodes images one at a time", "per-sample PIL transforms starve the step",
         "the step waits for data", "num_workers=0 makes the input pipeline the bottleneck",
         "data loading is the bottleneck"],
+    "eval-mode-in-training": [
+        "the model is left in eval mode after the validation pass", "model.train() is never called again",
+        "BatchNorm is in eval mode during training", "dropout is switched off while training",
+        "it stays in eval mode during the training steps"],
+    "softmax-wrong-axis": [
+        "the softmax is taken over dim 0", "log_softmax normalises across the batch instead of the classes",
+        "softmax along the batch axis", "the softmax uses the wrong dim", "softmax over samples, not classes"],
+    "relu-on-logits": [
+        "a ReLU on the logits zeroes every negative score", "the output layer ends in a relu",
+        "the final layer's outputs are clamped to be non-negative", "relu applied to the last layer",
+        "the head has a ReLU after it, so the scores can't go negative"],
+    "head-wider-than-classes": [
+        "the classifier has 1000 outputs for 10 classes", "the head is too wide for the data",
+        "there are far more outputs than classes", "the output layer was copied from ImageNet",
+        "the model predicts the wrong number of classes"],
+    "adversarial-imbalance": [
+        "the generator never steps", "the discriminator saturates and the generator learns nothing",
+        "the discriminator overpowers the generator", "the discriminator dominates the GAN",
+        "the critic is too strong"],
+    "learns-far-worse": [
+        "it learns, but far worse than a known good loop", "the script underperforms the control run",
+        "much worse than the same model trained properly", "it learns far worse than it should",
+        "accuracy ends far worse than the control's"],
+    "slow-step": [
+        "torch.set_num_threads(1) leaves the other cores idle", "the validation accuracy is computed every step",
+        "each image is augmented one at a time inside the training step", "the model runs a second forward for the metrics each step",
+        "the training runs on a single thread"],
     "host-syncs-in-loop": [
         "each step calls .item() on the loss", "a Python loop reads every element to the host",
         "host syncs in the loop", ".tolist() every step synchronises with the device",

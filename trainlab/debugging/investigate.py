@@ -112,7 +112,9 @@ def _control(m):
                   f"{c['lr']:g}, cross-entropy, {c['steps']} steps): held-out loss {c['held_out_loss_before']:.3f} -> "
                   f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
                   f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; the class frequencies alone "
-                  f"score {c['prior_loss']:.3f})")
+                  f"score {c['prior_loss']:.3f})" + (f"; the script's own model, as its run left it, on the same held-out "
+                                                    f"batches: loss {c['script_held_out_loss']:.3f}, accuracy "
+                                                    f"{c['script_held_out_acc']:.0%}" if "script_held_out_acc" in c else ""))
 
 
 def _overfit(m):
@@ -226,7 +228,10 @@ def _time_split(m):
     split = m.get("time_split") or {}
     parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in split.items())
     return (f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}; "
-            f"{m.get('sample_fetches_per_step', 0)} samples fetched one by one per step in the training process")
+            f"{m.get('sample_fetches_per_step', 0)} samples fetched one by one per step in the training process"
+            + (f"; the model's own forward, backward and optimizer step {1e3 * m['model_s']:.1f} ms, forwards no "
+               f"backward follows {1e3 * m.get('extra_forward_s', 0.0):.1f} ms; {m.get('intra_op_threads')} intra-op "
+               f"thread(s) for {m.get('cores')} cores" if m.get("model_s") else ""))
 
 
 def _host_reads(m):

@@ -4,6 +4,7 @@ This runs in the process that executes the script (`python -m trainlab.doctor ..
 notebook calls `trainlab.doctor.diagnose`, which starts that command in a child process.
 """
 
+import copy
 import math
 import os
 import time
@@ -38,6 +39,7 @@ def _crash(exc, script):
 
 # training steps each experiment takes on a copy of the model (their defaults in quick_experiments.py)
 EXPERIMENT_STEPS = {"overfit one batch": 50, "control run": 66, "LR range test": 60}
+COMPARISON_STEPS = (16, 32)  # a learning script's control: as many steps as the time left allows, in this range
 
 
 def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
@@ -64,6 +66,9 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     targets = captured.targets[:len(batches)]
     not_learning = "no-convergence" in rules.symptoms(measurements, found)
     wanted = everything or not_learning or not measurements["finite"]
+    # a classifier that learns is compared with the control: far worse than a known-good loop is a bug too
+    compare = (not wanted and measurements["finite"] and len(batches) >= 5
+               and measurements["task"]["kind"] == "classification")
     left, skipped, step_s = budget_s, [], 0.0
 
     def affordable(name):
@@ -76,13 +81,19 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
         return False
 
     try:
-        if wanted and not everything:
+        if (wanted or compare) and not everything:
             step_s = quick_experiments.seconds_per_step(model, state, batches[0], targets[0])
             left -= 2 * step_s
         if (everything or not_learning) and affordable("overfit one batch"):
             found["overfit"] = quick_experiments.overfit_one_batch(model, state, batches[0], targets[0])
         if (everything or not_learning) and len(batches) >= 5 and affordable("control run"):
-            found["control"] = quick_experiments.control_run(model, state, batches, targets)
+            found["control"] = quick_experiments.control_run(model, state, batches, targets, script_model=model)
+        if compare:  # sized to the time left, never a skipped experiment: the script looked healthy
+            low, high = COMPARISON_STEPS
+            steps = min(high, int(left / step_s) if step_s else high, max(measurements["steps"], low))
+            if steps >= low and not _beyond_comparison(model, batches, targets):
+                found["control"] = quick_experiments.control_run(model, state, batches, targets, steps=steps,
+                                                                 script_model=model)
         if wanted and affordable("LR range test"):
             lrs, losses = quick_experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
@@ -95,6 +106,14 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
                                         f"{budget_s:.0f} s left of the time limit (a longer --time-limit, or "
                                         "--every-experiment, runs them)")
     return found
+
+
+def _beyond_comparison(model, batches, targets, held=2):
+    """Whether the script's model already scores so well on the control's held-out batches that no
+    control could beat it by FAR_WORSE_GAP: then the control's steps are not spent."""
+    x, y = torch.cat(batches[-held:]).float(), torch.cat(targets[-held:])
+    _, accuracy = quick_experiments.held_out_score(copy.deepcopy(model).float(), x, y)
+    return accuracy >= 1 - rules.run.FAR_WORSE_GAP
 
 
 def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,

@@ -189,28 +189,22 @@ def _mad(values):
     return 1.4826 * sorted(abs(v - centre) for v in values)[len(values) // 2]
 
 
-def control_run(model, init_state, batches, targets, steps=64, lr=3e-3, held_out_batches=2):
+def control_run(model, init_state, batches, targets, steps=64, lr=3e-3, held_out_batches=2, script_model=None):
     """The differential diagnosis: the script's model, from its first-forward weights, trained on
     the script's own captured batches with a known-good loop (cross-entropy on the logits, AdamW,
     no clipping, zeroed gradients, fp32). The last batches are held out and judged before and after:
     it learns when the held-out loss ends 3% below both its start and the entropy of the held-out
     labels (what predicting the class frequencies scores: a model that only learns the prior
-    does not count).
-    Returns {train_losses, held_out_loss_before/after, held_out_acc_before/after, chance, learns}."""
+    does not count). script_model, the script's own model as its run left it, is judged on the same
+    held-out batches (it trained on them once, early: the comparison leans its way).
+    Returns {train_losses, held_out_loss_before/after, held_out_acc_before/after, chance, learns}
+    and, with script_model, script_held_out_loss and script_held_out_acc."""
     model = _fresh(model, init_state).float()
     held = min(held_out_batches, len(batches) - 1)
     x_held, y_held = torch.cat(batches[-held:]).float(), torch.cat(targets[-held:])
     train = list(zip(batches[:-held], targets[:-held]))
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-
-    def held_out():
-        model.eval()
-        with torch.no_grad():
-            logits = model(x_held).float()
-        model.train()
-        return float(F.cross_entropy(logits, y_held)), float((logits.argmax(1) == y_held).float().mean())
-
-    loss_before, acc_before = held_out()
+    loss_before, acc_before = held_out_score(model, x_held, y_held)
     losses = []
     for step in range(steps):
         x, y = train[step % len(train)]
@@ -219,13 +213,27 @@ def control_run(model, init_state, batches, targets, steps=64, lr=3e-3, held_out
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))
-    loss_after, acc_after = held_out()
+    loss_after, acc_after = held_out_score(model, x_held, y_held)
     counts = torch.bincount(y_held, minlength=int(y_held.max()) + 1).float()
     chance = float(counts.max() / len(y_held))
     shares = counts[counts > 0] / len(y_held)
     prior_loss = float(-(shares * shares.log()).sum())
     learns = math.isfinite(loss_after) and loss_after < 0.97 * min(loss_before, prior_loss)
-    return {"steps": steps, "train_batches": len(train), "held_out_samples": len(y_held), "lr": lr,
-            "train_losses": losses, "held_out_loss_before": loss_before, "held_out_loss_after": loss_after,
-            "held_out_acc_before": acc_before, "held_out_acc_after": acc_after, "chance": chance,
-            "prior_loss": prior_loss, "learns": learns}
+    result = {"steps": steps, "train_batches": len(train), "held_out_samples": len(y_held), "lr": lr,
+              "train_losses": losses, "held_out_loss_before": loss_before, "held_out_loss_after": loss_after,
+              "held_out_acc_before": acc_before, "held_out_acc_after": acc_after, "chance": chance,
+              "prior_loss": prior_loss, "learns": learns}
+    if script_model is not None:
+        script_copy = copy.deepcopy(script_model).float()
+        result["script_held_out_loss"], result["script_held_out_acc"] = held_out_score(script_copy, x_held, y_held)
+    return result
+
+
+def held_out_score(model, x, y):
+    """(cross-entropy, accuracy) of model in eval mode on (x, y); the model's mode is restored."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(x).float()
+    model.train(was_training)
+    return float(F.cross_entropy(logits, y)), float((logits.argmax(1) == y).float().mean())

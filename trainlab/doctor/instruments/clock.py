@@ -2,14 +2,17 @@
 host reads (counted where they happen: `syncs.HostReads`) and the samples a DataLoader fetched one
 by one in this process, counted per step."""
 
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import torch
+import torch.distributed as dist
 from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
-from trainlab.doctor.instruments.base import Instrument, mean, median
+from trainlab.doctor.instruments.base import Instrument, mean, median, median_float
 from trainlab.doctor.instruments.syncs import HostReads
 
 
@@ -22,6 +25,8 @@ class StepClock:
     sync_time: list = field(default_factory=list)  # ... inside host reads
     compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
     backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
+    model_time: list = field(default_factory=list)  # ... in the model's own training forwards, backward and optimizer step
+    extra_forward_time: list = field(default_factory=list)  # ... in forwards of the model no backward follows
     host_reads: list = field(default_factory=list)  # host reads per step
     passes: list = field(default_factory=list)  # backward passes per step (LBFGS: one per closure call)
     sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
@@ -29,6 +34,8 @@ class StepClock:
     sync: float = 0.0
     compute: float = 0.0
     backward: float = 0.0
+    stepping: float = 0.0  # in optimizer.step
+    forwards: list = field(default_factory=list)  # (gradients enabled, seconds) of each forward of the model
     reads: int = 0
     backwards: int = 0
     fetches: int = 0
@@ -36,13 +43,20 @@ class StepClock:
     last_step: float = 0.0  # when the last step ended
 
     def close_step(self, now):
-        for series, value in ((self.step_times, now - self.last_step), (self.data_wait, self.wait),
+        # a pass's forward is a training forward a backward follows; the rest (metrics, a second call
+        # on the same batch, evaluation under no_grad) is compute the step could do without
+        training = [seconds for grad, seconds in self.forwards if grad]
+        model_forward = sum(training[:max(self.backwards, 1)])
+        extra = sum(seconds for _, seconds in self.forwards) - model_forward
+        for series, value in ((self.model_time, model_forward + self.backward + self.stepping),
+                              (self.extra_forward_time, extra), (self.step_times, now - self.last_step), (self.data_wait, self.wait),
                               (self.sync_time, self.sync), (self.compute_time, self.compute),
                               (self.backward_time, self.backward),
                               (self.host_reads, self.reads), (self.passes, self.backwards),
                               (self.sample_fetches, self.fetches)):
             series.append(value)
-        self.wait = self.sync = self.compute = self.backward = 0.0
+        self.wait = self.sync = self.compute = self.backward = self.stepping = 0.0
+        self.forwards = []
         self.reads, self.backwards, self.fetches, self.last_step = 0, 0, 0, now
 
     def split(self, steady=slice(None)):
@@ -56,7 +70,8 @@ class StepClock:
 
 class Clock(Instrument, StepClock):
     PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
-                "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step")
+                "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step", "step_median_s",
+                "model_s", "extra_forward_s", "intra_op_threads", "cores", "compute_device")
 
     def __init__(self, probe):
         Instrument.__init__(self, probe)
@@ -99,7 +114,9 @@ class Clock(Instrument, StepClock):
         self.computing += 1
 
     def root_forward_end(self, module, inputs, output):
-        self.compute += time.perf_counter() - self._forward_start
+        seconds = time.perf_counter() - self._forward_start
+        self.compute += seconds
+        self.forwards.append((torch.is_grad_enabled(), seconds))
         self.computing -= 1
 
     def backward_start(self, loss, inspect):
@@ -110,6 +127,7 @@ class Clock(Instrument, StepClock):
 
     def step_end(self, optimizer, now):
         self.compute += now - self._step_start
+        self.stepping += now - self._step_start
 
     def step_counted(self, optimizer, now):
         self.close_step(now)
@@ -154,4 +172,22 @@ class Clock(Instrument, StepClock):
                 "host_reads_per_step": median(reads), "host_reads_per_pass": median(per_pass),
                 "passes_per_step": median(passes), "host_reads_mean": mean(reads),
                 "host_reads_max": max(reads, default=0),
-                "sample_fetches_per_step": median(self.sample_fetches[steady])}
+                "sample_fetches_per_step": median(self.sample_fetches[steady]),
+                # medians: the probe's inspected first steps cost more, on the model's time and the step's alike
+                "step_median_s": median_float(self.step_times[steady]) or 0.0,
+                "model_s": median_float(self.model_time[steady]) or 0.0,
+                "extra_forward_s": median_float(self.extra_forward_time[steady]) or 0.0,
+                **self.threads()}
+
+    def threads(self):
+        """Intra-op threads against the cores this process may use, and where the model computes:
+        a CPU run with fewer threads than cores leaves cores idle (ranks of one host share them)."""
+        root = self.probe.captured.root
+        param = next(root.parameters(), None) if root is not None else None
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        # ranks on this host share its cores (the process group may be gone by now: the launcher's variables)
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("WORLD_SIZE") or 1)
+        if dist.is_available() and dist.is_initialized():
+            local_ranks = max(local_ranks, dist.get_world_size())
+        return {"intra_op_threads": torch.get_num_threads(), "cores": max(cores // max(local_ranks, 1), 1),
+                "compute_device": param.device.type if param is not None else None}

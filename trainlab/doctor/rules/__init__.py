@@ -15,11 +15,20 @@ A rule reads only keys some instrument provides (tests/doctor/test_rules.py); a 
 category's file and its RULES list.
 """
 
+from dataclasses import replace
+
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
 from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms  # noqa: F401
 
 RULES = [*data.RULES, *model.RULES, *loss.RULES, *optimizer.RULES, *precision.RULES, *device.RULES, *run.RULES]
 
 
+# Causes found by comparing with a reference, not by a mechanism: when a mechanism's finding above
+# info explains the run, they stay as info beside it (the numbers, not a second root cause)
+FALLBACKS = ("learns-far-worse", "slow-step")
+
+
 def findings(m, x):
-    return [f for f in (rule(m, x) for rule in RULES) if f is not None]
+    found = [f for f in (rule(m, x) for rule in RULES) if f is not None]
+    explained = any(f.severity != "info" and f.cause not in FALLBACKS for f in found)
+    return [replace(f, severity="info") if explained and f.cause in FALLBACKS else f for f in found]

@@ -6,6 +6,8 @@ from trainlab.doctor.rules.common import (DATA_WAIT_SHARE, GRAPHS_ALIVE, GRAPH_G
 
 
 PER_SAMPLE_FETCH_S = 50e-6  # seconds of loader work per sample fetched one by one: real per-sample transforms
+SLOW_STEP_RATIO = 2.0  # a step taking more than this times the model's own forward, backward and step is slow
+SLOW_REST_S = 0.02  # ... when the rest is at least this many seconds a step (a loop's own Python costs ~1 ms)
 
 
 def data_loader_starves(m, x):
@@ -84,4 +86,35 @@ def graph_kept_alive(m, x):
                        "steps, and drop retain_graph=True")
 
 
-RULES = [data_loader_starves, host_syncs, batch_too_small, graph_kept_alive]
+def slow_step(m, x):
+    """A step that takes more than SLOW_STEP_RATIO times what the model's own training forward, backward
+    and optimizer step take, wherever the rest goes (waiting for data and host reads have their own
+    rules and are named here too); or, on a CPU, fewer intra-op threads than cores."""
+    step, model_s = m.get("step_median_s") or m["step_s"], m.get("model_s") or 0.0
+    split, extra = m["time_split"], m.get("extra_forward_s", 0.0)
+    rest = step - model_s
+    threads, cores = m.get("intra_op_threads"), m.get("cores") or 1
+    starved = m.get("compute_device") == "cpu" and threads is not None and cores >= 2 and threads <= cores // 2
+    if model_s and step > SLOW_STEP_RATIO * model_s and rest > SLOW_REST_S:
+        parts = {"waiting for the next batch": split["data"], "host reads": split["sync"],
+                 "forwards of the model no backward follows (metrics, a second call, evaluation)": extra}
+        parts["outside the model: Python and tensor work in the loop, a rebuilt DataLoader iterator"] = max(
+            rest - sum(parts.values()), 0.0)
+        where = max(parts, key=parts.get)
+        return Finding("warning", "device", "slow-step",
+                       f"each step takes {1e3 * step:.0f} ms, {step / model_s:.1f}x the {1e3 * model_s:.0f} ms of the "
+                       f"model's own forward, backward and optimizer step; most of the rest: {where} "
+                       f"({1e3 * parts[where]:.0f} ms)",
+                       {"step_ms": 1e3 * step, "model_ms": 1e3 * model_s,
+                        **{f"{k.split(':')[0].split(' (')[0]} ms": round(1e3 * v, 2) for k, v in parts.items()},
+                        "intra_op_threads": threads, "cores": cores},
+                       "move the work that is not training out of the step (metrics every N steps, one iterator "
+                       "per epoch, preprocessing once), then profile the step with torch.profiler")
+    if starved:
+        return Finding("warning", "device", "slow-step",
+                       f"the model computes on the CPU with {threads} intra-op thread(s) for {cores} cores",
+                       {"intra_op_threads": threads, "cores": cores, "step_ms": 1e3 * step},
+                       "leave torch.set_num_threads (and OMP_NUM_THREADS) at the number of cores, or one rank's share")
+
+
+RULES = [data_loader_starves, host_syncs, batch_too_small, graph_kept_alive, slow_step]

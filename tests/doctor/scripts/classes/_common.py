@@ -12,3 +12,12 @@ def image_tensors():
     train = ((images.train_x.float() / 255 - mean) / std, images.train_y)
     test = ((images.test_x.float() / 255 - mean) / std, images.test_y)
     return train, test
+
+
+def tabular(n=8192, features=32, classes=8, spread=0.6, seed=0):
+    """A tabular classification set a known-good loop learns to ~90% in 64 steps: each class a Gaussian
+    cloud around its own centre (as sklearn's make_classification), (x, y) as tensors."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(classes, features, generator=g) * spread
+    y = torch.randint(0, classes, (n,), generator=g)
+    return centres[y] + torch.randn(n, features, generator=g), y

@@ -90,6 +90,55 @@ def test_clock_times_the_models_own_pass_apart_from_forwards_no_backward_follows
     assert m["intra_op_threads"] == torch.get_num_threads() and m["cores"] >= 1 and m["compute_device"] == "cpu"
 
 
+def test_modes_are_read_on_every_trained_module_and_a_frozen_one_is_not_judged():
+    """A GAN's generator left in eval() is found though the discriminator is the model; a teacher
+    nothing updates, in eval() on purpose, is not judged."""
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 8))
+    discriminator = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.2), nn.Linear(16, 1))
+    teacher = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)).eval()
+    opt_g, opt_d = (torch.optim.Adam(m.parameters(), lr=1e-3) for m in (generator, discriminator))
+    generator.eval()
+    with Probe(max_steps=100) as probe:
+        try:
+            for _ in range(6):
+                real = teacher(torch.randn(16, 8))
+                opt_d.zero_grad()
+                d_loss = F.softplus(-discriminator(real)).mean() + F.softplus(discriminator(generator(torch.randn(16, 4)).detach())).mean()
+                d_loss.backward()
+                opt_d.step()
+                opt_g.zero_grad()
+                F.softplus(-discriminator(generator(torch.randn(16, 4)))).mean().backward()
+                opt_g.step()
+        except StopTraining:
+            pass
+    modes = probe.summary()["modes"]
+    assert modes["module"] == "Sequential" and modes["model_in_eval"] == modes["training_forwards"] >= 3
+    assert modes["mode_modules"] == 1 and modes["examples"] == ["1"]  # the generator's BatchNorm, not the teacher's
+
+
+def test_gradients_cleared_between_backward_and_step_are_seen_per_optimizer():
+    """The generator's zero_grad moved between its backward and its step; the discriminator trains."""
+    torch.manual_seed(0)
+    generator, discriminator = nn.Linear(4, 8), nn.Linear(8, 1)
+    opt_g, opt_d = (torch.optim.SGD(m.parameters(), lr=1e-2) for m in (generator, discriminator))
+    with Probe(max_steps=100) as probe:
+        try:
+            for _ in range(6):
+                opt_d.zero_grad()
+                F.softplus(discriminator(generator(torch.randn(16, 4)).detach())).mean().backward()
+                opt_d.step()
+                F.softplus(-discriminator(generator(torch.randn(16, 4)))).mean().backward()
+                opt_g.zero_grad()  # the bug: cleared before the step
+                opt_g.step()
+        except StopTraining:
+            pass
+    cleared = {r["optimizer"]: r for r in probe.summary()["cleared_before_step"]}
+    generator_record = cleared["optimizer 2 (SGD)"]
+    assert generator_record["steps_checked"] >= 3 and generator_record["steps_without_grads"] == generator_record["steps_checked"]
+    assert cleared["optimizer 1 (SGD)"]["steps_without_grads"] == 0
+
+
 def test_losses_keep_every_backwards_loss_and_stop_a_run_that_stays_non_finite():
     probe, m = probed(tiny(), batches(5))
     assert len(m["losses"]) == 5 and m["finite"] and len(m["batch_acc"]) == 5

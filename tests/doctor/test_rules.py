@@ -3,6 +3,8 @@ and decides in microseconds, so its edges are tested here rather than through 60
 
 import math
 
+import torch
+
 from trainlab.doctor import rules, trend
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
 
@@ -63,6 +65,16 @@ def test_the_optimizer_rules_read_steps_and_the_schedule():
     collapsing = {"lr": [0.1] * 5 + [1e-5] * 20}
     assert optimizer.lr_collapses(collapsing, {}).evidence == {"lr_peak": 0.1, "lr_now": 1e-5, "steps": 25}
     assert optimizer.lr_collapses({"lr": [0.1 * 0.99 ** i for i in range(25)]}, {}) is None
+    # one-cycle over the whole run: the floor comes with the last steps of training, not before
+    steps = 138
+    one_cycle = torch.optim.lr_scheduler.OneCycleLR(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-3),
+                                                    max_lr=3e-3, total_steps=steps, pct_start=0.25)
+    lrs = []
+    for _ in range(steps):
+        lrs.append(one_cycle.get_last_lr()[0])
+        one_cycle.optimizer.step()
+        one_cycle.step()
+    assert lrs[-1] < 1e-3 * max(lrs) and optimizer.lr_collapses({"lr": lrs}, {}) is None
 
 
 def test_the_precision_rules_read_the_optimizers_dtypes_and_the_layers_outputs():
@@ -295,3 +307,13 @@ def test_a_step_far_longer_than_the_models_own_pass_is_slow_wherever_the_rest_go
     assert threads.severity == "warning" and "1 intra-op thread(s) for 8 cores" in threads.title
     assert device.slow_step(_timed(40, 38, threads=1, cores=8, device="cuda"), {}) is None  # the GPU computes
     assert device.slow_step(_timed(40, 38, threads=1, cores=1), {}) is None
+
+
+def test_an_optimizer_whose_gradients_are_cleared_before_its_step_is_named_while_the_other_trains():
+    m = {"grad_norms": [0.5, 0.0, 0.4, 0.0, 0.6, 0.0], "params_not_optimized": [], "steps": 6, "gradient_flow": {},
+         "cleared_before_step": [{"optimizer": "optimizer 1 (Adam)", "steps_checked": 3, "steps_without_grads": 0},
+                                 {"optimizer": "optimizer 2 (Adam)", "steps_checked": 3, "steps_without_grads": 3}]}
+    f = optimizer.zero_grad_before_step(m, {})
+    assert f.severity == "critical" and f.evidence["optimizer"] == "optimizer 2 (Adam)"
+    m["cleared_before_step"][1]["steps_without_grads"] = 2  # one step kept its gradients: not this mechanism
+    assert optimizer.zero_grad_before_step(m, {}) is None

@@ -128,8 +128,8 @@ def _loss_inputs(m):
     text = f"{calls} of the first steps' loss calls received rows that are all >= 0 and sum to 1"
     if seen.get("calls"):
         text += (f"; of {seen['calls']} training calls, {seen['normalised_over_batch']} got scores whose columns (over "
-                 f"the batch) sum to 1 and rows do not, {seen['nonnegative_logits']} got scores never negative and a "
-                 "quarter or more exactly zero")
+                 f"the batch) sum to 1 and rows do not, {seen['nonnegative_logits']} got scores never negative and some "
+                 "exactly zero")
     if task.get("kind") == "adversarial":
         text += (f"; a binary loss between {len(task['optimizer_steps'])} models (optimizer steps "
                  f"{', '.join(map(str, task['optimizer_steps']))}); its inputs saturated at 0 or 1: "

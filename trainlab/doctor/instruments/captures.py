@@ -31,6 +31,7 @@ class Captures(Instrument):
         self.pixels = []  # ... and the inputs themselves, pooled (a second view)
         self.targets = []  # their targets (the loss functions hand them over)
         self.batches = []  # the first KEEP_BATCHES whole inputs (paired with targets)
+        self.token_batches = []  # fingerprints of the first KEEP_BATCHES integer (token id) inputs
         self.token_ids = None  # the model reads integer ids: 1 + the largest in its first input
         self.root_trained = False  # the model was called with gradients enabled
         self._trained = []  # the last few modules called outermost with gradients enabled
@@ -77,7 +78,7 @@ class Captures(Instrument):
         ones (the step has not run) and its input is not known."""
         self.root, self.root_trained = module, False
         self.root_input, self.token_ids = None, None
-        self.features, self.pixels, self.targets, self.batches = [], [], [], []
+        self.features, self.pixels, self.targets, self.batches, self.token_batches = [], [], [], [], []
         self.param_names = {id(p): n for n, p in module.named_parameters()}
         x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
         with self.probe.internal(), torch.no_grad():
@@ -93,6 +94,11 @@ class Captures(Instrument):
         probe = self.probe
         if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
+            if (x is not None and not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool
+                    and x.ndim >= 2 and x.shape[0] > 1 and len(self.token_batches) < KEEP_BATCHES):
+                # token ids (a language model's batch): their fingerprints tell repeated batches apart
+                with probe.internal():
+                    self.token_batches.append(x.detach().flatten()[:256].cpu().numpy().tobytes())
             if x is not None and x.is_floating_point() and x.ndim >= 2:
                 with probe.internal(), torch.no_grad():
                     if x.ndim == 4 and min(x.shape[2:]) >= 4:  # images (a GAN's 1x1 noise has no spectrum)
@@ -106,6 +112,8 @@ class Captures(Instrument):
         outputs = self.probe.forward_stats.root_outputs
         targets = [t for t in self.targets if t.ndim == 1 and len(t) > 1 and not t.is_floating_point()]
         views = self.features or self.batches  # images: translation-invariant features (augmented crops)
+        fingerprints = ({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views} if views
+                        else set(self.token_batches))
         single = sum(len(set(t.tolist())) == 1 for t in targets)
         task = self.probe.task.recognise()
         return {"root_input": self.root_input, "init_weight_std": self.init_weights,
@@ -113,8 +121,8 @@ class Captures(Instrument):
                 "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
                 "single_class_batches": single, "batches_with_targets": len(targets),
                 "single_class_by_chance": single_class_by_chance(targets, output_classes(outputs)),
-                "batches_seen": len(views),
-                "distinct_batches": len({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views}),
+                "batches_seen": len(views) or len(self.token_batches),
+                "distinct_batches": len(fingerprints),
                 # classes and chance fit the task: a language model's classes are its vocabulary, and
                 # the commonest token is no chance level; a regression or a GAN has neither
                 "labels_used": labels_used(targets),

@@ -11,7 +11,8 @@ DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the re
 
 
 class Gradients(Instrument):
-    PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "stale_grads_by_updater", "gradient_flow")
+    PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "stale_grads_by_updater", "gradient_flow",
+                "cleared_before_step")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -23,6 +24,8 @@ class Gradients(Instrument):
         self._zeroed = set()  # updaters whose gradients were seen zeroed since their last update
         self.stale_by_updater = {}  # "optimizer 1 (Adam)" or "by hand" -> stale_grads of its updates alone
         self.after_backward = []  # per inspected backward: gradient coverage of the parameters
+        self._had_grads = set()  # optimizers whose parameters a backward gave gradients since their last step
+        self.cleared = {}  # id(optimizer) -> [optimizer, steps that followed such a backward, ... with no gradient left]
 
     def patches(self):
         return [(torch.nn.utils, "clip_grad_norm_", self._wrap_clip),
@@ -74,6 +77,11 @@ class Gradients(Instrument):
         if inspect and probe.captured.root is not None:
             with probe.internal(), torch.no_grad():
                 self.after_backward.append(self._coverage(tensor))
+        if inspect:  # per optimizer: a zero_grad between this backward and its step leaves it nothing
+            with probe.internal(), torch.no_grad():
+                for optimizer in probe.updates.optimizers:
+                    if any(p.grad is not None and p.grad.any() for p in optimizer_params([optimizer])):
+                        self._had_grads.add(id(optimizer))
 
     def step_end(self, optimizer, now):
         """Judged when the step is over: a closure (LBFGS, Lightning) zeroes and runs backward inside it."""
@@ -90,6 +98,11 @@ class Gradients(Instrument):
                 grads = [p.grad for p in params if p.grad is not None]
                 norm = grad_norm(params)
                 self.grad_norms.append(norm)
+                if id(optimizer) in self._had_grads:
+                    record = self.cleared.setdefault(id(optimizer), [optimizer, 0, 0])
+                    record[1] += 1
+                    record[2] += norm == 0
+                    self._had_grads.discard(id(optimizer))
                 if probe.steps < DETAIL_STEPS:
                     self.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
                                             "zero": sum(int(not g.any()) for g in grads)})
@@ -126,7 +139,9 @@ class Gradients(Instrument):
                 "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
 
     def summary(self):
-        return {"grad_norms": self.grad_norms, "clip_ratios": self.clip_ratios, "grad_stats": self.grad_stats,
+        return {"cleared_before_step": [{"optimizer": self._label(o), "steps_checked": checked, "steps_without_grads": zero}
+                                        for o, checked, zero in self.cleared.values()],
+                "grad_norms": self.grad_norms, "clip_ratios": self.clip_ratios, "grad_stats": self.grad_stats,
                 "stale_grads": self.stale_grads, "stale_grads_by_updater": self.stale_by_updater,
                 **self._gradient_flow()}
 

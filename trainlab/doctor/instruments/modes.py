@@ -1,41 +1,51 @@
-"""The mode the model trains in: at each inspected training forward (gradients enabled), whether the
-model is in train() mode and how many of its BatchNorm and Dropout modules are not - a validation
+"""The mode each trained module trains in: at each inspected training forward (gradients enabled),
+whether the module is in train() mode and how many of its BatchNorm and Dropout modules are not - a validation
 pass that calls model.eval() and nothing that calls model.train() again leaves every training step
 with BatchNorm on its running statistics (never updated) and Dropout off."""
 
+import torch
 from torch import nn
 
-from trainlab.doctor.instruments.base import Instrument
+from trainlab.doctor.instruments.base import Instrument, optimizer_params
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 MODE_MODULES = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)  # behave differently in eval()
 
 
 class Modes(Instrument):
+    """Judged on every module that trains: the model, and each other module called at the top level
+    with gradients enabled whose parameters an optimizer updates (a GAN's generator and
+    discriminator). A module nothing updates (a frozen teacher, a backbone kept in eval on purpose)
+    is not judged."""
     PROVIDES = ("modes",)
 
     def __init__(self, probe):
         super().__init__(probe)
-        self.forwards = 0  # inspected training forwards
-        self.model_in_eval = 0  # ... with the model itself in eval mode
-        self.most_in_eval = 0  # the most BatchNorm/Dropout modules in eval mode in one of them
-        self.mode_modules = 0  # BatchNorm/Dropout modules in the model
-        self.examples = []  # the first few of them in eval mode, by name
+        self.seen = {}  # id(module) -> (module, its record below), for each module trained with gradients enabled
 
-    def root_forward_start(self, module, inputs):
-        probe = self.probe
-        if not probe.in_training_forward or probe.progress() >= DETAIL_STEPS:
+    def outermost_forward_start(self, module, inputs):
+        if not torch.is_grad_enabled() or self.probe.progress() >= DETAIL_STEPS:
             return
         modes = [(name, m) for name, m in module.named_modules() if isinstance(m, MODE_MODULES)]
         in_eval = [name or type(m).__name__ for name, m in modes if not m.training]
-        self.forwards += 1
-        self.model_in_eval += not module.training
-        self.mode_modules = len(modes)
-        self.most_in_eval = max(self.most_in_eval, len(in_eval))
-        if in_eval and not self.examples:
-            self.examples = in_eval[:4]
+        _, record = self.seen.setdefault(id(module), (module, {
+            "module": type(module).__name__, "training_forwards": 0, "model_in_eval": 0, "modules_in_eval": 0,
+            "mode_modules": 0, "examples": []}))
+        record["training_forwards"] += 1
+        record["model_in_eval"] += not module.training
+        record["mode_modules"] = len(modes)
+        record["modules_in_eval"] = max(record["modules_in_eval"], len(in_eval))
+        if in_eval and not record["examples"]:
+            record["examples"] = in_eval[:4]
 
     def summary(self):
-        return {"modes": {"training_forwards": self.forwards, "model_in_eval": self.model_in_eval,
-                          "modules_in_eval": self.most_in_eval, "mode_modules": self.mode_modules,
-                          "examples": self.examples}}
+        """The trained module most often in eval mode (the model when none is). Which modules trained
+        is known at the end: those whose parameters an optimizer updated, or the model without one."""
+        optimized = {id(p) for p in optimizer_params(self.probe.optimizers)}
+        root = self.probe.captured.root
+        records = [record for module, record in self.seen.values()
+                   if (any(id(p) in optimized for p in module.parameters()) if optimized else module is root)]
+        records.sort(key=lambda r: (r["model_in_eval"] / r["training_forwards"], r["modules_in_eval"]), reverse=True)
+        empty = {"module": None, "training_forwards": 0, "model_in_eval": 0, "modules_in_eval": 0, "mode_modules": 0,
+                 "examples": []}
+        return {"modes": dict(records[0]) if records else empty}

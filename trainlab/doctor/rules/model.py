@@ -120,9 +120,11 @@ def eval_mode_in_training(m, x):
     evidence = {"training_forwards": forwards, "model_in_eval": modes["model_in_eval"],
                 "modules_in_eval": in_eval, "mode_modules": modes["mode_modules"],
                 "examples": ", ".join(modes["examples"])}
+    name = f"the trained module {modes['module']}" if modes.get("module") else "the model"
+    evidence["module"] = modes.get("module")
     if modes["model_in_eval"] >= forwards - 1:
         return Finding("warning", "model", "eval-mode-in-training",
-                       f"the model is in eval mode during {modes['model_in_eval']} of {forwards} training steps "
+                       f"{name} is in eval mode during {modes['model_in_eval']} of {forwards} training steps "
                        f"checked: {in_eval} BatchNorm/Dropout modules normalise with running statistics and drop "
                        "nothing", evidence, "call model.train() before the training steps (after each evaluation)")
     return Finding("info", "model", "eval-mode-in-training",
@@ -135,7 +137,7 @@ def relu_on_logits(m, x):
     seen = m.get("loss_inputs") or {}
     if seen.get("calls", 0) >= 3 and seen["nonnegative_logits"] >= seen["calls"] - 1:
         return Finding("critical" if not_learning(m) else "warning", "model", "relu-on-logits",
-                       f"the logits handed to the loss are never negative and a quarter or more are exactly zero, in "
+                       f"the logits handed to the loss are never negative and some are exactly zero, in "
                        f"{seen['nonnegative_logits']} of {seen['calls']} training calls: a ReLU (or clamp) after "
                        "the last layer", {"calls_nonnegative": seen["nonnegative_logits"], "calls_checked": seen["calls"]},
                        "end the model with the Linear layer: the loss wants unbounded logits")

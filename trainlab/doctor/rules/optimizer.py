@@ -36,16 +36,32 @@ def zero_grad_before_step(m, x):
     elsewhere = m["params_not_optimized"]  # the forward pass uses parameters no optimizer holds: another cause
     flow = m.get("gradient_flow") or {}
     no_backward_grads = flow.get("backwards_checked") and flow["all_missing_backwards"] >= flow["backwards_checked"] - 1
+    fix = "clear gradients before backward(), never between backward() and step()"
     if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere and not no_backward_grads:
         return Finding("critical", "optimizer", "zero-grad-before-step",
                        f"every gradient is zero when optimizer.step() runs ({len(norms)} steps checked)",
-                       {"grad_norm_at_step": 0.0, "steps_checked": len(norms)},
-                       "clear gradients before backward(), never between backward() and step()")
+                       {"grad_norm_at_step": 0.0, "steps_checked": len(norms)}, fix)
+    # per optimizer (a GAN's generator cleared before its step while the discriminator trains): a backward
+    # gave its parameters gradients, and none were left when it stepped
+    for record in m.get("cleared_before_step") or []:
+        if record["steps_checked"] >= 3 and record["steps_without_grads"] == record["steps_checked"]:
+            return Finding("critical", "optimizer", "zero-grad-before-step",
+                           f"{record['optimizer']}: its parameters had gradients after each backward, and none when "
+                           f"it stepped ({record['steps_checked']} steps checked)",
+                           {"grad_norm_at_step": 0.0, "steps_checked": record["steps_checked"],
+                            "optimizer": record["optimizer"]}, fix)
+
+
+COLLAPSED_SHARE = 0.1  # of the steps run at under 1/1000 of the peak LR: a schedule ending there is annealing
 
 
 def lr_collapses(m, x):
+    """The LR falls below 1/1000 of its peak and training goes on there. A schedule that anneals to
+    its floor as the script's training ends (one-cycle, cosine to zero) spends only its last steps
+    there; one stepped per batch instead of per epoch spends most of the run."""
     lrs = m["lr"]
-    if len(lrs) >= 20 and max(lrs) > 0 and lrs[-1] < 1e-3 * max(lrs):
+    collapsed = sum(lr < 1e-3 * max(lrs) for lr in lrs) if lrs else 0
+    if len(lrs) >= 20 and max(lrs) > 0 and lrs[-1] < 1e-3 * max(lrs) and collapsed > max(COLLAPSED_SHARE * len(lrs), 4):
         drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < 1e-3 * max(lrs))
         return Finding("critical", "optimizer", "lr-schedule-too-fast",
                        f"the learning rate falls below 1/1000 of its peak by step {drop_step}",

@@ -29,10 +29,10 @@ SEVERITIES = ("critical", "warning", "info")
 
 def expected(path):
     """(class, expected cause or None) from a script's docstring."""
-    head = re.match(r'"""Class: (.+?)\. (Healthy|Broken \(([\w-]+)\))', path.read_text())
+    head = re.match(r'"""(?:Class: (.+?)\. )?(Healthy|Broken \(([\w-]+)\))', path.read_text())
     if not head:
-        raise ValueError(f"{path.name}: its docstring must start 'Class: <class>. Healthy:' or 'Broken (<cause>):'")
-    return head.group(1), head.group(3)
+        raise ValueError(f"{path.name}: its docstring must start '[Class: <class>. ]Healthy:' or 'Broken (<cause>):'")
+    return head.group(1) or "", head.group(3)
 
 
 def scripts():

@@ -1,7 +1,10 @@
 """The run's context: the control run, a script that learns far worse than it, torch.compile run
 eagerly, experiments not run."""
 
+import inspect
 import math
+
+import torch
 
 from trainlab.doctor.report import Finding
 from trainlab.doctor.rules.common import not_learning
@@ -36,9 +39,9 @@ def control_run(m, x):
 
 
 def learns_far_worse(m, x):
-    """A script that learns (or seems not to), but ends far below what a known-good loop reaches on its own model and
-    batches in fewer steps: a bug in the loop that the loss curve hides (a loss scaled down, class
-    weights from another data set, a learning rate far too small for the optimizer). The script's
+    """A script that learns (or seems not to), but ends far below what a known-good loop reaches on
+    its own model and batches in fewer steps: a bug in the loop that the loss curve hides (class
+    weights from another data set, Adam's eps at 1, a learning rate far too small for the optimizer). The script's
     model has seen the held-out batches once and trained longer, so the comparison leans its way."""
     c = x.get("control")
     if not c or "script_held_out_acc" not in c or not c["learns"]:
@@ -62,9 +65,7 @@ def learns_far_worse(m, x):
 def script_loop(m):
     """What the script's loop does that the control's may not: its optimizer and learning rate, its
     loss, clipping, passes per step, updates by hand, the dtype its model computes in."""
-    parts = [", ".join(f"{o['type']} lr {o['lr']:g}" + (f" momentum {o['momentum']:g}" if o.get("momentum") else "")
-                       + (f" weight decay {o['weight_decay']:g}" if o.get("weight_decay") else "")
-                       for o in m.get("optimizers") or []) or "no torch.optim optimizer"]
+    parts = [", ".join(_settings(o) for o in m.get("optimizers") or []) or "no torch.optim optimizer"]
     task = m.get("task") or {}
     if task.get("why"):
         parts.append(f"loss: {task['why']}")
@@ -78,6 +79,16 @@ def script_loop(m):
     if dtypes and dtypes != ["torch.float32"]:
         parts.append("outputs in " + ", ".join(d.removeprefix("torch.") for d in dtypes))
     return "; ".join(parts)
+
+
+def _settings(optimizer):
+    """An optimizer as "Adam lr 0.001 eps 1": its learning rate and each number that differs from its
+    class's default (torch.optim's signature; every nonzero number for an optimizer it does not know)."""
+    known = getattr(torch.optim, optimizer["type"], None)
+    defaults = {k: p.default for k, p in inspect.signature(known).parameters.items()} if known else {}
+    changed = [f"{k} {v:g}" for k, v in optimizer.items() if k not in ("type", "lr", "initial_lr")
+               and isinstance(v, (int, float)) and v != defaults.get(k, 0)]
+    return " ".join([optimizer["type"], f"lr {optimizer['lr']:g}", *changed])
 
 
 def _curve(losses, points=5):

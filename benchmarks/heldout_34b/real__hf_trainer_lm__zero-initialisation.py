@@ -1,0 +1,41 @@
+"""Class: real script hf_trainer_lm. Broken (zero-initialisation): the GPT2Config is given initializer_range=0.0, so GPT-2's init draws every attention and MLP Conv1D weight from a normal with standard deviation 0, i.e. exactly zero (in transformers 5.x the embeddings keep std 0.02); with zero weights on both sides of every block, the block weights get zero gradient and stay zero forever, so only the embeddings, LayerNorms and output biases learn (a bigram model) and the loss stalls well above the healthy run's.
+
+Planted held-out bug: the original script from benchmarks/real_scripts/ours/hf_trainer_lm.py with one
+minimal edit (one argument added to GPT2Config); the original module docstring follows as a second string."""
+"""A small causal language model trained with Hugging Face's Trainer, written in the style of the
+transformers documentation (a config, a model from it, TrainingArguments, Trainer.train). Written for
+trainlab's tests, not taken from anywhere: a randomly initialised two-layer GPT-2 on synthetic token
+sequences with structure to learn (each sequence counts up from a random start, modulo the
+vocabulary), so no weights, tokenizer or data are downloaded."""
+
+import tempfile
+
+import torch
+from torch.utils.data import Dataset
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments, set_seed
+
+
+class CountingSequences(Dataset):
+    def __init__(self, samples=2048, length=32, vocab=128, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        starts = torch.randint(0, vocab, (samples, 1), generator=g)
+        steps = torch.randint(1, 4, (samples, 1), generator=g)
+        self.ids = (starts + steps * torch.arange(length)) % vocab
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+if __name__ == "__main__":
+    set_seed(0)
+    config = GPT2Config(vocab_size=128, n_positions=32, n_embd=64, n_layer=2, n_head=4, initializer_range=0.0)
+    model = GPT2LMHeadModel(config)
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, per_device_train_batch_size=16, learning_rate=1e-3,
+                                 num_train_epochs=1, logging_steps=20, save_strategy="no", report_to=[],
+                                 use_cpu=True, disable_tqdm=True, seed=0)
+        trainer = Trainer(model=model, args=args, train_dataset=CountingSequences())
+        trainer.train()

@@ -1,0 +1,70 @@
+"""Class: real script lightning_classifier. Broken (lr-schedule-too-fast): configure_optimizers adds a StepLR(step_size=1, gamma=0.5) meant to halve the learning rate once per epoch but registers it with "interval": "step", so Lightning steps it after every batch and the learning rate is below 1e-9 after 20 of the 168 steps, freezing the model almost at its start.
+
+Planted held-out bug: the original script from benchmarks/real_scripts/ours/lightning_classifier.py with one
+minimal edit (a per-epoch StepLR registered with interval "step" in configure_optimizers); the original module docstring follows as a second string."""
+"""A classifier trained with PyTorch Lightning, written in the style of Lightning's documentation
+(a LightningModule with training_step and configure_optimizers, a LightningDataModule, Trainer.fit).
+Written for trainlab's tests, not taken from anywhere: a tiny randomly initialised MLP on synthetic
+data (labels from a fixed random teacher), so nothing is downloaded."""
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class TeacherData(L.LightningDataModule):
+    def __init__(self, samples=4096, features=32, classes=10, batch_size=64):
+        super().__init__()
+        self.save_hyperparameters()
+
+    def setup(self, stage=None):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(self.hparams.samples, self.hparams.features, generator=g)
+        teacher = torch.randn(self.hparams.features, self.hparams.classes, generator=g)
+        y = (x @ teacher).argmax(1)
+        split = self.hparams.samples * 7 // 8
+        self.train_set, self.val_set = TensorDataset(x[:split], y[:split]), TensorDataset(x[split:], y[split:])
+
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=self.hparams.batch_size, shuffle=True)
+
+    def val_dataloader(self):
+        return DataLoader(self.val_set, batch_size=256)
+
+
+class Classifier(L.LightningModule):
+    def __init__(self, features=32, hidden=128, classes=10, lr=1e-3):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", F.cross_entropy(logits, y))
+        self.log("val_acc", (logits.argmax(1) == y).float().mean())
+
+    def configure_optimizers(self):
+        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)  # halve the LR every epoch
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+if __name__ == "__main__":
+    L.seed_everything(0)
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(Classifier(), datamodule=TeacherData())
+    print(trainer.callback_metrics)

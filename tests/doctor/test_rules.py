@@ -6,7 +6,7 @@ import math
 import torch
 
 from trainlab.doctor import rules, trend
-from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
+from trainlab.doctor.rules import data, device, loss, model, optimizer, precision
 
 
 def test_inputs_far_from_unit_scale_are_named_and_normalised_ones_are_not():
@@ -268,22 +268,22 @@ def _compared(script_acc, control_acc=0.9, learns=True, samples=128):
 
 
 def test_a_script_far_below_the_control_on_the_same_held_out_batches_learns_far_worse():
-    f = run.learns_far_worse(*_compared(0.28))
+    f = optimizer.learns_far_worse(*_compared(0.28))
     assert f.severity == "warning" and "28%" in f.title and "90%" in f.title
     assert "SGD lr 0.001" in f.evidence["script_loop"]
-    assert run.learns_far_worse(*_compared(0.75)) is None  # 15 points: a different loop, not a bug
-    assert run.learns_far_worse(*_compared(0.28, learns=False)) is None  # the control failed: no reference
-    assert run.learns_far_worse(*_compared(0.6, control_acc=0.85, samples=16)) is None  # within 3 standard errors
+    assert optimizer.learns_far_worse(*_compared(0.75)) is None  # 15 points: a different loop, not a bug
+    assert optimizer.learns_far_worse(*_compared(0.28, learns=False)) is None  # the control failed: no reference
+    assert optimizer.learns_far_worse(*_compared(0.6, control_acc=0.85, samples=16)) is None  # within 3 standard errors
     m, x = _compared(0.28)
-    assert run.learns_far_worse(m, {"control": {k: v for k, v in x["control"].items()
+    assert optimizer.learns_far_worse(m, {"control": {k: v for k, v in x["control"].items()
                                                 if not k.startswith("script")}}) is None  # not compared
 
 
 def test_a_mechanisms_finding_explains_the_run_and_the_comparison_stays_info_beside_it(monkeypatch):
     m, x = _compared(0.28)
-    monkeypatch.setattr(rules, "RULES", [run.learns_far_worse])
+    monkeypatch.setattr(rules, "RULES", [optimizer.learns_far_worse])
     assert [f.severity for f in rules.findings(m, x)] == ["warning"]
-    monkeypatch.setattr(rules, "RULES", [run.learns_far_worse, lambda m, x: device.host_syncs(m, x)])
+    monkeypatch.setattr(rules, "RULES", [optimizer.learns_far_worse, lambda m, x: device.host_syncs(m, x)])
     found = {f.cause: f.severity for f in rules.findings(m | {"host_reads_per_step": 100}, x)}
     assert found == {"learns-far-worse": "info", "host-syncs-in-loop": "critical"}
 

@@ -278,7 +278,7 @@ ALL = {c.id: c for c in (
           severities=('info',),
           mechanism='the share of the gradient norm clipping keeps',
           fields=('norm_kept', 'grad_norm_at_step', 'norm_pinned')),
-    Cause('learns-far-worse', 'run',
+    Cause('learns-far-worse', 'optimizer',
           question="how far does a known-good loop take the same model on the same batches?",
           evidence=('control-run',),
           symptoms=('no-convergence',),

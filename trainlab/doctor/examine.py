@@ -113,7 +113,7 @@ def _beyond_comparison(model, batches, targets, held=2):
     control could beat it by FAR_WORSE_GAP: then the control's steps are not spent."""
     x, y = torch.cat(batches[-held:]).float(), torch.cat(targets[-held:])
     _, accuracy = quick_experiments.held_out_score(copy.deepcopy(model).float(), x, y)
-    return accuracy >= 1 - rules.run.FAR_WORSE_GAP
+    return accuracy >= 1 - rules.optimizer.FAR_WORSE_GAP
 
 
 def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,

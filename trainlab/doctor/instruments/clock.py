@@ -71,6 +71,7 @@ class StepClock:
 class Clock(Instrument, StepClock):
     PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
                 "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step", "step_median_s",
+                "data_wait_median_s",
                 "model_s", "extra_forward_s", "intra_op_threads", "cores", "compute_device")
 
     def __init__(self, probe):
@@ -175,6 +176,7 @@ class Clock(Instrument, StepClock):
                 "sample_fetches_per_step": median(self.sample_fetches[steady]),
                 # medians: the probe's inspected first steps cost more, on the model's time and the step's alike
                 "step_median_s": median_float(self.step_times[steady]) or 0.0,
+                "data_wait_median_s": median_float(self.data_wait[steady]) or 0.0,
                 "model_s": median_float(self.model_time[steady]) or 0.0,
                 "extra_forward_s": median_float(self.extra_forward_time[steady]) or 0.0,
                 **self.threads()}

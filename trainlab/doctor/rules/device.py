@@ -12,7 +12,8 @@ SLOW_REST_S = 0.02  # ... when the rest is at least this many seconds a step (a 
 
 def data_loader_starves(m, x):
     share, fetches = m["data_wait_share"], m.get("sample_fetches_per_step", 0)
-    per_sample = m["time_split"]["data"] / fetches if fetches else 0.0
+    # per sample at the median step: a slow loader is slow at every step, a pause (GC, another process) is not
+    per_sample = m.get("data_wait_median_s", m["time_split"]["data"]) / fetches if fetches else 0.0
     # a CPU that computes slowly hides a slow loader: counted per-sample work shows it anyway
     per_sample_python = fetches >= 32 and per_sample > PER_SAMPLE_FETCH_S
     if share > DATA_WAIT_SHARE or per_sample_python:

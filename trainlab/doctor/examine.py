@@ -90,7 +90,7 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
             found["control"] = quick_experiments.control_run(model, state, batches, targets, script_model=model)
         if compare:  # sized to the time left, never a skipped experiment: the script looked healthy
             low, high = COMPARISON_STEPS
-            steps = min(high, int(left / step_s) if step_s else high, max(measurements["steps"], low))
+            steps = min(high, int(left / step_s) if step_s else high, measurements["steps"])  # never more than it ran
             if steps >= low and not _beyond_comparison(model, batches, targets):
                 found["control"] = quick_experiments.control_run(model, state, batches, targets, steps=steps,
                                                                  script_model=model)

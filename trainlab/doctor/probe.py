@@ -114,6 +114,10 @@ class Probe:
         """End the run where the next step would begin."""
         self._done = True
 
+    def outermost_call_ended(self):
+        """Inside forward_end: whether the module call that ended was an outermost one."""
+        return self._depth == 0
+
     def progress(self):
         """Updates so far: optimizer steps, or for a script that steps no torch.optim optimizer (it
         updates by hand, or not at all) its iterations."""

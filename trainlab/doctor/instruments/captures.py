@@ -11,6 +11,7 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.losses import CAPTURE_STEPS  # noqa: F401 - the batches the label test reads
 from trainlab.doctor.instruments.task import uses_chance
 
+TOKEN_DTYPES = (torch.int32, torch.int64)  # token ids; uint8 is an image's
 KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
 RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is looked for among
 
@@ -31,7 +32,7 @@ class Captures(Instrument):
         self.pixels = []  # ... and the inputs themselves, pooled (a second view)
         self.targets = []  # their targets (the loss functions hand them over)
         self.batches = []  # the first KEEP_BATCHES whole inputs (paired with targets)
-        self.token_batches = []  # fingerprints of the first KEEP_BATCHES integer (token id) inputs
+        self.token_batches = []  # hashes of the first KEEP_BATCHES token-id inputs
         self.token_ids = None  # the model reads integer ids: 1 + the largest in its first input
         self.root_trained = False  # the model was called with gradients enabled
         self._trained = []  # the last few modules called outermost with gradients enabled
@@ -94,11 +95,12 @@ class Captures(Instrument):
         probe = self.probe
         if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
-            if (x is not None and not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool
-                    and x.ndim >= 2 and x.shape[0] > 1 and len(self.token_batches) < KEEP_BATCHES):
-                # token ids (a language model's batch): their fingerprints tell repeated batches apart
+            if (x is not None and x.dtype in TOKEN_DTYPES and x.ndim == 2 and x.shape[0] > 1
+                    and len(self.token_batches) < KEEP_BATCHES):
+                # token ids (a language model's (batch, time) batch): a hash of the whole batch tells repeated
+                # batches apart (a prefix would not: padding, a shared prompt)
                 with probe.internal():
-                    self.token_batches.append(x.detach().flatten()[:256].cpu().numpy().tobytes())
+                    self.token_batches.append(hash(x.detach().cpu().numpy().tobytes()))
             if x is not None and x.is_floating_point() and x.ndim >= 2:
                 with probe.internal(), torch.no_grad():
                     if x.ndim == 4 and min(x.shape[2:]) >= 4:  # images (a GAN's 1x1 noise has no spectrum)

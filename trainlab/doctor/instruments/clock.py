@@ -13,6 +13,7 @@ from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
 from trainlab.doctor.instruments.base import Instrument, mean, median, median_float
+from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.syncs import HostReads
 
 
@@ -27,6 +28,7 @@ class StepClock:
     backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
     model_time: list = field(default_factory=list)  # ... in the model's own training forwards, backward and optimizer step
     extra_forward_time: list = field(default_factory=list)  # ... in forwards of the model no backward follows
+    other_model_time: list = field(default_factory=list)  # ... in other modules called at the top level (a teacher)
     host_reads: list = field(default_factory=list)  # host reads per step
     passes: list = field(default_factory=list)  # backward passes per step (LBFGS: one per closure call)
     sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
@@ -34,7 +36,8 @@ class StepClock:
     sync: float = 0.0
     compute: float = 0.0
     backward: float = 0.0
-    stepping: float = 0.0  # in optimizer.step
+    stepping: float = 0.0  # in optimizer.step, less the forwards and backwards its closure ran
+    other_models: float = 0.0
     forwards: list = field(default_factory=list)  # (gradients enabled, seconds) of each forward of the model
     reads: int = 0
     backwards: int = 0
@@ -49,13 +52,13 @@ class StepClock:
         model_forward = sum(training[:max(self.backwards, 1)])
         extra = sum(seconds for _, seconds in self.forwards) - model_forward
         for series, value in ((self.model_time, model_forward + self.backward + self.stepping),
-                              (self.extra_forward_time, extra), (self.step_times, now - self.last_step), (self.data_wait, self.wait),
+                              (self.extra_forward_time, extra), (self.other_model_time, self.other_models), (self.step_times, now - self.last_step), (self.data_wait, self.wait),
                               (self.sync_time, self.sync), (self.compute_time, self.compute),
                               (self.backward_time, self.backward),
                               (self.host_reads, self.reads), (self.passes, self.backwards),
                               (self.sample_fetches, self.fetches)):
             series.append(value)
-        self.wait = self.sync = self.compute = self.backward = self.stepping = 0.0
+        self.wait = self.sync = self.compute = self.backward = self.stepping = self.other_models = 0.0
         self.forwards = []
         self.reads, self.backwards, self.fetches, self.last_step = 0, 0, 0, now
 
@@ -72,12 +75,16 @@ class Clock(Instrument, StepClock):
     PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
                 "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step", "step_median_s",
                 "data_wait_median_s",
-                "model_s", "extra_forward_s", "intra_op_threads", "cores", "compute_device")
+                "model_s", "extra_forward_s", "other_models_s", "timed_steps", "intra_op_threads", "default_threads",
+                "cores", "compute_device")
 
     def __init__(self, probe):
         Instrument.__init__(self, probe)
         StepClock.__init__(self)
         self._forward_start = self._step_start = 0.0
+        self._other_start = None  # when the outermost call of a module other than the model began
+        self._inner_at_step = 0.0  # forward and backward seconds so far, when optimizer.step began
+        self.default_threads = torch.get_num_threads()  # before the script: physical cores, or what a launcher set
         self.host_reads_mode = HostReads(self)
 
     def patches(self):
@@ -86,6 +93,7 @@ class Clock(Instrument, StepClock):
                 (data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch)]
 
     def install(self):
+        self.default_threads = torch.get_num_threads()
         self.host_reads_mode.__enter__()
 
     def remove(self, *exc):
@@ -120,15 +128,29 @@ class Clock(Instrument, StepClock):
         self.forwards.append((torch.is_grad_enabled(), seconds))
         self.computing -= 1
 
+    def outermost_forward_start(self, module, inputs):
+        if module is not self.probe.captured.root:
+            self._other_start = time.perf_counter()
+
+    def forward_end(self, module, inputs, output, is_root):
+        if not is_root and self.probe.outermost_call_ended() and self._other_start is not None:
+            self.other_models += time.perf_counter() - self._other_start
+            self._other_start = None
+
     def backward_start(self, loss, inspect):
         self.backwards += 1
 
+    def _inner(self):
+        return sum(seconds for _, seconds in self.forwards) + self.backward
+
     def step_start(self, optimizer):
         self._step_start = time.perf_counter()
+        self._inner_at_step = self._inner()
 
     def step_end(self, optimizer, now):
         self.compute += now - self._step_start
-        self.stepping += now - self._step_start
+        # a closure (LBFGS, Lightning) runs its forward and backward inside the step: counted there already
+        self.stepping += now - self._step_start - (self._inner() - self._inner_at_step)
 
     def step_counted(self, optimizer, now):
         self.close_step(now)
@@ -174,16 +196,22 @@ class Clock(Instrument, StepClock):
                 "passes_per_step": median(passes), "host_reads_mean": mean(reads),
                 "host_reads_max": max(reads, default=0),
                 "sample_fetches_per_step": median(self.sample_fetches[steady]),
-                # medians: the probe's inspected first steps cost more, on the model's time and the step's alike
-                "step_median_s": median_float(self.step_times[steady]) or 0.0,
-                "data_wait_median_s": median_float(self.data_wait[steady]) or 0.0,
-                "model_s": median_float(self.model_time[steady]) or 0.0,
-                "extra_forward_s": median_float(self.extra_forward_time[steady]) or 0.0,
-                **self.threads()}
+                **self.medians(), **self.threads()}
+
+    def medians(self):
+        """Medians over the steps after the probe's inspected ones (its instruments' work there falls
+        outside the model's timed regions), or over all but the first when the run is short."""
+        timed = slice(DETAIL_STEPS, None) if len(self.step_times) >= DETAIL_STEPS + 5 else slice(1, None)
+        return {"step_median_s": median_float(self.step_times[timed]) or 0.0,
+                "data_wait_median_s": median_float(self.data_wait[timed]) or 0.0,
+                "model_s": median_float(self.model_time[timed]) or 0.0,
+                "extra_forward_s": median_float(self.extra_forward_time[timed]) or 0.0,
+                "other_models_s": median_float(self.other_model_time[timed]) or 0.0,
+                "timed_steps": len(self.step_times[timed])}
 
     def threads(self):
-        """Intra-op threads against the cores this process may use, and where the model computes:
-        a CPU run with fewer threads than cores leaves cores idle (ranks of one host share them)."""
+        """Intra-op threads now against torch's own count when the run began (physical cores, or what
+        OMP_NUM_THREADS or a launcher set), the cores this process may use, and where the model computes."""
         root = self.probe.captured.root
         param = next(root.parameters(), None) if root is not None else None
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -191,5 +219,6 @@ class Clock(Instrument, StepClock):
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("WORLD_SIZE") or 1)
         if dist.is_available() and dist.is_initialized():
             local_ranks = max(local_ranks, dist.get_world_size())
-        return {"intra_op_threads": torch.get_num_threads(), "cores": max(cores // max(local_ranks, 1), 1),
+        return {"intra_op_threads": torch.get_num_threads(), "default_threads": self.default_threads,
+                "cores": max(cores // max(local_ranks, 1), 1),
                 "compute_device": param.device.type if param is not None else None}

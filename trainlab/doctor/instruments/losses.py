@@ -90,6 +90,7 @@ class Losses(Instrument):
         axis (softmax or log_softmax over dim 0: each column sums to 1, no row does), or logits
         that are never negative and some exactly zero (a ReLU after the last layer)."""
         self.score_calls += 1
+        rows = False
         if len(x) > 1 and x.shape[0] != x.shape[1]:
             probs = x.exp() if nll or bool((x <= 0).all()) else x
             columns = bool(((probs.sum(0) - 1).abs() < 1e-3).all())
@@ -97,7 +98,8 @@ class Losses(Instrument):
             self.normalised_over_batch += columns and not rows
         # exact zeros tell a ReLU (or clamp) from probabilities or exp(), which are never exactly zero; as the
         # model learns, a ReLU head's zeros may be few (a learnt positive margin), so any zero counts
-        if not nll and bool((x >= 0).all()) and bool((x == 0).any()):
+        # (probabilities whose rows sum to 1 are a softmax, even when some underflow to zero)
+        if not nll and not rows and bool((x >= 0).all()) and bool((x == 0).any()):
             self.nonnegative_logits += 1
 
     def summary(self):

@@ -41,10 +41,12 @@ class Modes(Instrument):
     def summary(self):
         """The trained module most often in eval mode (the model when none is). Which modules trained
         is known at the end: those whose parameters an optimizer updated, or the model without one."""
-        optimized = {id(p) for p in optimizer_params(self.probe.optimizers)}
+        optimized = {id(p) for p in optimizer_params(self.probe.optimizers) if p.requires_grad}
         root = self.probe.captured.root
-        records = [record for module, record in self.seen.values()
+        trained = [record for module, record in self.seen.values()
                    if (any(id(p) in optimized for p in module.parameters()) if optimized else module is root)]
+        # judged: modules with BatchNorm or Dropout seen in enough training forwards
+        records = [r for r in trained if r["training_forwards"] >= 3 and r["mode_modules"]] or trained
         records.sort(key=lambda r: (r["model_in_eval"] / r["training_forwards"], r["modules_in_eval"]), reverse=True)
         empty = {"module": None, "training_forwards": 0, "model_in_eval": 0, "modules_in_eval": 0, "mode_modules": 0,
                  "examples": []}

@@ -17,6 +17,7 @@ category's file and its RULES list.
 
 from dataclasses import replace
 
+from trainlab.doctor.causes import ALL
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
 from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms  # noqa: F401
 
@@ -24,11 +25,18 @@ RULES = [*data.RULES, *model.RULES, *loss.RULES, *optimizer.RULES, *precision.RU
 
 
 # Causes found by comparing with a reference, not by a mechanism: when a mechanism's finding above
-# info explains the run, they stay as info beside it (the numbers, not a second root cause)
+# info with the same symptom explains the run, they stay as info beside it (the numbers, not a second
+# root cause)
 FALLBACKS = ("learns-far-worse", "slow-step")
 
 
 def findings(m, x):
     found = [f for f in (rule(m, x) for rule in RULES) if f is not None]
-    explained = any(f.severity != "info" and f.cause not in FALLBACKS for f in found)
-    return [replace(f, severity="info") if explained and f.cause in FALLBACKS else f for f in found]
+    return [replace(f, severity="info") if f.cause in FALLBACKS and _explained(f, found) else f for f in found]
+
+
+def _explained(fallback, found):
+    """Whether a mechanism's finding above info, with a symptom of the fallback's, explains the run."""
+    symptoms = set(ALL[fallback.cause].symptoms)
+    return any(f.severity != "info" and f.cause not in FALLBACKS and symptoms & set(ALL[f.cause].symptoms)
+               for f in found)

@@ -133,7 +133,7 @@ def eval_mode_in_training(m, x):
 
 
 def relu_on_logits(m, x):
-    """Logits never negative and often exactly zero: a ReLU after the last layer clips the scores."""
+    """Logits never negative and some exactly zero: a ReLU after the last layer clips the scores."""
     seen = m.get("loss_inputs") or {}
     if seen.get("calls", 0) >= 3 and seen["nonnegative_logits"] >= seen["calls"] - 1:
         return Finding("critical" if not_learning(m) else "warning", "model", "relu-on-logits",

@@ -65,9 +65,10 @@ def lr_collapses(m, x):
     its floor as the script's training ends (one-cycle, cosine to zero) spends only its last steps
     there; one stepped per batch instead of per epoch spends most of the run."""
     lrs = m["lr"]
-    collapsed = sum(lr < 1e-3 * max(lrs) for lr in lrs) if lrs else 0
-    if len(lrs) >= 20 and max(lrs) > 0 and lrs[-1] < 1e-3 * max(lrs) and collapsed > max(COLLAPSED_SHARE * len(lrs), 4):
-        drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < 1e-3 * max(lrs))
+    floor = 1e-3 * max(lrs, default=0.0)
+    collapsed = sum(lr < floor for lr in lrs)
+    if len(lrs) >= 20 and floor > 0 and lrs[-1] < floor and collapsed > max(COLLAPSED_SHARE * len(lrs), 4):
+        drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < floor)
         return Finding("critical", "optimizer", "lr-schedule-too-fast",
                        f"the learning rate falls below 1/1000 of its peak by step {drop_step}",
                        {"lr_peak": max(lrs), "lr_now": lrs[-1], "steps": len(lrs)},
@@ -236,14 +237,16 @@ def learns_far_worse(m, x):
     its own model and batches in fewer steps: a bug in the loop that the loss curve hides (class
     weights from another data set, Adam's eps at 1, a learning rate far too small for the optimizer). The script's
     model has seen the held-out batches once and trained longer, so the comparison leans its way."""
-    c = x.get("control")
+    c, lrs = x.get("control"), m.get("lr") or []
     if not c or "script_held_out_acc" not in c or not c["learns"]:
+        return None
+    if len(lrs) >= 2 and lrs[-1] > lrs[len(lrs) // 2]:  # a warmup still under way: the run was cut early
         return None
     script, control, n = c["script_held_out_acc"], c["held_out_acc_after"], c["held_out_samples"]
     gap, stderr = control - script, math.sqrt((script * (1 - script) + control * (1 - control)) / n)
     if gap < FAR_WORSE_GAP or gap <= 3 * stderr:
         return None
-    learns = "does not learn by its loss" if not_learning(m) else "learns"
+    learns, loop = "does not learn by its loss" if not_learning(m) else "learns", script_loop(m)
     return Finding("warning", "optimizer", "learns-far-worse",
                    f"the script {learns}, and ends far worse than a known-good loop on its own model and batches: held-out "
                    f"accuracy {script:.0%} after its {m['steps']} steps vs {control:.0%} after the control's "
@@ -251,8 +254,8 @@ def learns_far_worse(m, x):
                    {"script_held_out_acc": script, "control_held_out_acc": control, "gap": gap,
                     "stderr": stderr, "held_out_samples": n, "script_steps": m["steps"], "control_steps": c["steps"],
                     "script_held_out_loss": c["script_held_out_loss"], "control_held_out_loss": c["held_out_loss_after"],
-                    "script_loop": script_loop(m)},
-                   "the model and the data are fine; compare the script's loop with the control's: " + script_loop(m))
+                    "script_loop": loop},
+                   "the model and the data are fine; compare the script's loop with the control's: " + loop)
 
 
 def script_loop(m):
@@ -279,9 +282,12 @@ def _settings(optimizer):
     class's default (torch.optim's signature; every nonzero number for an optimizer it does not know)."""
     known = getattr(torch.optim, optimizer["type"], None)
     defaults = {k: p.default for k, p in inspect.signature(known).parameters.items()} if known else {}
-    changed = [f"{k} {v:g}" for k, v in optimizer.items() if k not in ("type", "lr", "initial_lr")
+    # a known optimizer's own arguments only (a scheduler adds max_lr, base_momentum... to the group)
+    changed = [f"{k} {v:g}" for k, v in optimizer.items() if k not in ("type", "lr")
+               and (k in defaults if known else k != "initial_lr")
                and isinstance(v, (int, float)) and v != defaults.get(k, 0)]
-    return " ".join([optimizer["type"], f"lr {optimizer['lr']:g}", *changed])
+    lr = optimizer.get("lr")
+    return " ".join([optimizer["type"], *([f"lr {lr:g}"] if isinstance(lr, (int, float)) else []), *changed])
 
 
 RULES = [params_not_in_optimizer, missing_zero_grad, zero_grad_before_step, lr_collapses, lr_too_high,

@@ -210,6 +210,11 @@ def test_update_sizes_made_by_hand_are_read_and_a_first_step_larger_than_the_wei
                        update_ratio_first=300.0, update_ratio_steps=8, losses=stuck, lr=[20.0] * 40)
     assert optimizer.update_sizes(wrecked, {}).cause == "lr-too-high"
     assert optimizer.update_sizes({**wrecked, "losses": falling}, {}).cause == "update-sizes"  # it learns: not judged
+    # the LR range test clears the LR only when it saw the loss fall below it, not a flat curve's guess
+    fell = {"suggested_lr": 15.0, "lr_suggestion": {"lr": 15.0, "rule": "steepest descent of the smoothed loss"}}
+    flat = {"suggested_lr": 15.0, "lr_suggestion": {"lr": 15.0, "rule": "flat, then diverges: 3x below the divergence point"}}
+    assert optimizer.update_sizes(wrecked, fell).cause == "update-sizes"
+    assert optimizer.update_sizes(wrecked, flat).cause == "lr-too-high"
 
 
 def test_clipping_does_not_starve_an_adaptive_optimizer():

@@ -171,7 +171,10 @@ def update_sizes(m, x):
         ratio = evidence["update_ratio_first_step"] = m["update_ratio_first"]
         title += f"; {ratio:.2g} on the first step, before the gradients left un-zeroed pile up"
     lr, suggested = (m["lr"][0] if m["lr"] else None), x.get("suggested_lr")
-    safe = bool(lr and suggested and lr <= 2 * suggested)  # the LR range test says this LR trains
+    # the LR range test says this LR trains - when it saw the loss fall (a flat curve that then diverges
+    # places its suggestion by the divergence alone)
+    fell = not (x.get("lr_suggestion") or {}).get("rule", "").startswith("flat")
+    safe = bool(lr and suggested and lr <= 2 * suggested and fell)
     if safe:
         evidence["suggested_lr"] = suggested
     first = m.get("update_ratio_first")

@@ -15,6 +15,14 @@ WRAP_HASH    := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('
 WVENV        ?= $(CACHE)/wrappers-$(WRAP_HASH)
 WREADY       := $(WVENV)/.trainlab-ready
 export TRAINLAB_WRAPPERS_PYTHON := $(WVENV)/bin/python
+# The room's server (make hub): JupyterHub in a third environment that sees the main one's packages (a .pth
+# file), and configurable-http-proxy installed by `npm ci` from package-lock.json beside it; one hash keys all.
+HUB_HASH     := $(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(b''.join(open(f,'rb').read() for f in ('requirements.txt','requirements-hub.txt','package-lock.json'))).hexdigest()[:12])")
+HVENV        ?= $(CACHE)/hub-$(HUB_HASH)
+HREADY       := $(HVENV)/.trainlab-ready
+export TRAINLAB_HUB_PYTHON := $(HVENV)/bin/python
+export TRAINLAB_HUB_PROXY  := $(HVENV)/proxy/node_modules/.bin/configurable-http-proxy
+HUB_FOR_TESTS := $(if $(shell command -v npm),hub-setup)  # without node the hub tests skip and say why (fail under CI=true)
 
 # Everything below runs the package from this clone and keeps compile caches between runs.
 export PYTHONPATH            := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -22,7 +30,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup wrappers lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
+.PHONY: help setup wrappers hub hub-setup lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -49,16 +57,35 @@ $(WREADY): $(READY)
 	"$(WVENV)/bin/python" -m pip install --quiet -r requirements-wrappers.txt || { rm -rf "$(WVENV)"; exit 1; }
 	@touch "$(WREADY)"
 
+hub-setup: $(HREADY)  ## the room's server environment: JupyterHub (requirements-hub.txt) and its proxy (npm ci)
+
+$(HREADY): $(READY)
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make hub: JupyterHub's proxy (configurable-http-proxy) runs on node: install node and npm (apt-get install nodejs npm, or https://nodejs.org) and run make again" >&2; exit 1; }
+	@echo "trainlab: creating the hub environment in $(HVENV)"
+	@rm -rf "$(HVENV)"
+	$(PYTHON) -m venv "$(HVENV)"
+	"$(VPY)" -c "import site; print(site.getsitepackages()[0])" > "$$("$(HVENV)/bin/python" -c "import site; print(site.getsitepackages()[0])")/trainlab-main.pth"
+	"$(HVENV)/bin/python" -m pip install --quiet -r requirements-hub.txt || { rm -rf "$(HVENV)"; exit 1; }
+	mkdir -p "$(HVENV)/proxy" && cp package.json package-lock.json "$(HVENV)/proxy/"
+	cd "$(HVENV)/proxy" && npm ci --no-audit --no-fund --loglevel=error || { rm -rf "$(HVENV)"; exit 1; }
+	@touch "$(HREADY)"
+
+# make hub ROSTER=room.toml [IP=10.0.0.5 SSL_CERT=cert.pem SSL_KEY=key.pem | INSECURE=1] [PORT=8000] [HUB_STATE=dir]
+hub: hub-setup  ## a workshop room: JupyterHub for the learners ROSTER names, a live room view for the instructor
+	"$(TRAINLAB_HUB_PYTHON)" -m trainlab.hub $(if $(ROSTER),--roster "$(ROSTER)") $(if $(IP),--ip $(IP)) \
+		$(if $(PORT),--port $(PORT)) $(if $(HUB_STATE),--state "$(HUB_STATE)") $(if $(SSL_CERT),--ssl-cert "$(SSL_CERT)") \
+		$(if $(SSL_KEY),--ssl-key "$(SSL_KEY)") $(if $(INSECURE),--insecure) $(if $(SPAWNER),--spawner $(SPAWNER)) $(HUB_ARGS)
+
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
 	"$(VPY)" -m trainlab.workspace --open
 
-test: setup  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
+test: setup $(HUB_FOR_TESTS)  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
 
-test-full: setup wrappers  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
+test-full: setup wrappers $(HUB_FOR_TESTS)  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix full $(PYTEST_ARGS)
 
-test-rest: setup wrappers  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
+test-rest: setup wrappers $(HUB_FOR_TESTS)  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(PYTEST_ARGS)
 
 test-browser: setup  ## only the browser tests: JupyterLab in Chromium, widgets operated, screenshots in build/browser/

@@ -9,6 +9,10 @@ Each `%%lab` check appends one line to records.jsonl in the folder TRAINLAB_PROG
 (default: ~/.local/share/trainlab/progress, or under $XDG_DATA_HOME): the learner, the exercise,
 its verdict, the time and which attempt it was. Nothing leaves the machine unless exported. Tests
 point TRAINLAB_PROGRESS_DIR at a temporary folder, so they never write a user's records.
+
+On a room's JupyterHub (`make hub`), the learner is the hub's user (JUPYTERHUB_USER) and each record
+is also posted to the room view (TRAINLAB_ROOM_URL, set by the hub) with the learner's own hub API
+token; the local file stays the learner's copy, and a room that cannot be reached costs no verdict.
 """
 
 import argparse
@@ -18,6 +22,8 @@ import json
 import os
 import sys
 import time
+import urllib.request
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -34,7 +40,7 @@ def folder():
 
 
 def learner():
-    return os.environ.get("TRAINLAB_LEARNER") or getpass.getuser()
+    return os.environ.get("TRAINLAB_LEARNER") or os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 
 
 def load(path=None):
@@ -61,12 +67,32 @@ def record(verdict, now=None):
     attempt = 1 + sum(r["exercise"] == verdict.exercise for r in load())
     entry = {"learner": learner(), "exercise": verdict.exercise, "verdict": verdict.kind, "attempt": attempt,
              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))}
+    grade = getattr(verdict, "diagnosis", None)  # debugging labs: the stated diagnosis's Grade
+    if grade is not None:
+        entry["diagnosis"] = (("right" if grade.right else "wrong") if hasattr(grade, "right") else "not stated")
     fd = os.open(where / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(entry) + "\n").encode())
     finally:
         os.close(fd)
+    send_to_room(entry)
     return entry
+
+
+def send_to_room(entry, timeout=5):
+    """Post a record to the room view when the hub says where it is; True if it was stored."""
+    url, token = os.environ.get("TRAINLAB_ROOM_URL"), os.environ.get("JUPYTERHUB_API_TOKEN")
+    if not (url and token):
+        return False
+    request = urllib.request.Request(url.rstrip("/") + "/api/records", data=json.dumps(entry).encode(), method="POST",
+                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status == 201
+    except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
+        warnings.warn(f"the room view did not receive this record ({exc}); it is kept in {folder() / RECORDS}",
+                      stacklevel=3)
+        return False
 
 
 def status(records, exercises):

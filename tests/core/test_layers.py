@@ -10,7 +10,8 @@ from pathlib import Path
 from trainlab import modules, paths
 
 LAYERS = {"core": 0, "data": 0, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
-          **{package: 5 for package in modules.PACKAGES}}
+          **{package: 5 for package in modules.PACKAGES},
+          "hub": 6}  # the room's server (make hub): uses the package, nothing in it uses the hub
 
 
 def layer_of(dotted):

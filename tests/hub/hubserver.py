@@ -1,0 +1,126 @@
+"""A room's hub for the tests: `make hub` with a roster, on a free port, its state in a temporary folder.
+
+    with RoomHub(tmp_path, learners=["ana", "ben"], instructors=["ines"]) as hub:
+        session = hub.login("ana", "ana-password")      # first use: sets ana's password
+        hub.restart()                                    # the hub alone; servers and proxy keep running
+
+The hub runs with the test-only spawner (no isolation between learners: one Unix user here), as the
+make target's SPAWNER=test. Every process it started - proxy, services, learners' servers and kernels,
+which outlive a restart by design - is stopped on exit.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from trainlab import runner
+from trainlab.paths import REPO
+
+
+def hub_environment_missing():
+    """Why the hub cannot start here (None if it can): make builds the hub environment and exports its paths."""
+    python, proxy = os.environ.get("TRAINLAB_HUB_PYTHON"), os.environ.get("TRAINLAB_HUB_PROXY")
+    if not python or not Path(python).exists():
+        return "the hub environment is not built: run through make (make test builds it with `make hub-setup`; needs node and npm)"
+    if not proxy or not Path(proxy).exists():
+        return "configurable-http-proxy is not installed: `make hub-setup` runs npm ci"
+    return None
+
+
+class RoomHub:
+    def __init__(self, folder, learners, instructors=("ines",), start_timeout=60):
+        self.folder = Path(folder)
+        self.roster = self.folder / "room.toml"
+        self.roster.write_text(f"instructors = {list(instructors)!r}\nlearners = {list(learners)!r}\n".replace("'", '"'))
+        self.state = self.folder / "state"
+        self.port = runner.free_port()
+        self.log = self.folder / "hub.log"
+        self.start_timeout = start_timeout
+        self.proc, self.pids = None, set()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self):
+        return ["make", "--no-print-directory", "-s", "hub", f"ROSTER={self.roster}", f"HUB_STATE={self.state}",
+                f"PORT={self.port}", "SPAWNER=test"]
+
+    def start(self):
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"make hub exited with code {self.proc.returncode}:\n{self.log_tail()}")
+            if self._up():
+                self.remember()
+                return self
+            time.sleep(0.3)
+        raise RuntimeError(f"the hub did not answer within {self.start_timeout} s:\n{self.log_tail()}")
+
+    def _up(self):
+        """The hub answers through the proxy, and the room view's route is there."""
+        try:
+            hub = requests.get(f"{self.url}/hub/api/", timeout=3)
+            room = requests.get(f"{self.url}/services/room/", timeout=3, allow_redirects=False)
+            return hub.status_code == 200 and room.status_code == 302  # the room asks for a login
+        except requests.RequestException:
+            return False
+
+    def remember(self):
+        """Note every process the hub started so far (servers and the proxy outlive a restart)."""
+        if self.proc is not None:
+            self.pids |= set(runner.descendants(self.proc.pid))
+
+    def log_tail(self, chars=4000):
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def jupyterhub_pid(self):
+        for pid in runner.descendants(self.proc.pid):
+            try:
+                if b"jupyterhub\x00-f" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return pid
+            except OSError:
+                continue
+        raise RuntimeError("no jupyterhub process under make hub")
+
+    def restart(self):
+        """Stop the hub alone (as Ctrl+C on its process would), then run `make hub` again on the same state."""
+        self.remember()
+        os.kill(self.jupyterhub_pid(), signal.SIGTERM)
+        self.proc.wait(timeout=60)
+        return self.start()
+
+    def login(self, name, password):
+        """A requests session logged in as name (the first login sets the password); (session, response)."""
+        session = requests.Session()
+        session.get(f"{self.url}/hub/login", timeout=10)
+        response = session.post(f"{self.url}/hub/login", timeout=60,
+                                data={"username": name, "password": password, "_xsrf": session.cookies.get("_xsrf")})
+        return session, response
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.remember()
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.jupyterhub_pid(), signal.SIGTERM)  # let it stop its services
+                self.proc.wait(timeout=30)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                pass
+        for pid in self.pids:  # the proxy, learners' servers and kernels: kept by a hub stop, by design
+            for victim in [pid, *runner.descendants(pid)]:
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.proc is not None:
+            runner.kill_tree(self.proc, grace=5)

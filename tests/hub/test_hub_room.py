@@ -1,0 +1,105 @@
+"""`make hub` for real: JupyterHub with a roster, first-use passwords, the room view as a service.
+
+make test runs the refusals and one short login-and-check case (a learner's check, run with the environment
+their server gives its kernels, reaches the instructor's grid); the whole scenario in Chromium is
+test_hub_browser.py (make test-full).
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.hub.hubserver import RoomHub, hub_environment_missing
+from trainlab import labs, runner
+from trainlab.paths import REPO
+
+
+@pytest.fixture(scope="module")
+def hub_environment():
+    missing = hub_environment_missing()
+    if missing and os.environ.get("CI") == "true":
+        pytest.fail(f"the hub tests need the hub environment under CI=true: {missing}")
+    if missing:
+        pytest.skip(missing)
+
+
+def make_hub(*args):
+    return subprocess.run(["make", "--no-print-directory", "-s", "hub", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_make_hub_without_a_roster_refuses_and_says_how_to_write_one(hub_environment, tmp_path):
+    done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}")
+    assert done.returncode != 0
+    assert "no roster at" in done.stderr and 'instructors = ["ines"]' in done.stderr, done.stderr
+
+
+def test_make_hub_on_a_network_address_without_a_certificate_refuses_and_says_why(hub_environment, tmp_path):
+    (tmp_path / "room.toml").write_text('instructors = ["ines"]\nlearners = ["ana"]\n')
+    done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "IP=0.0.0.0", "SPAWNER=test")
+    assert done.returncode != 0
+    assert "without TLS" in done.stderr and "clear text" in done.stderr and "INSECURE=1" in done.stderr, done.stderr
+
+
+def server_environment(hub, learner, timeout=60):
+    """The environment a learner's Jupyter server gives its kernels (JUPYTERHUB_API_TOKEN included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in runner.descendants(hub.proc.pid):
+            try:
+                raw = Path(f"/proc/{pid}/environ").read_bytes()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+            if env.get("JUPYTERHUB_USER") == learner and b"jupyterhub.singleuser" in cmd:
+                return env
+        time.sleep(0.5)
+    raise AssertionError(f"no Jupyter server for {learner} after {timeout} s:\n{hub.log_tail()}")
+
+
+def wait_for_server(session, hub, learner, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = session.get(f"{hub.url}/user/{learner}/lab", timeout=30)  # through the server's own OAuth login
+        if page.status_code == 200 and f"/user/{learner}/lab" in page.url:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{learner}'s server did not start in {timeout} s:\n{hub.log_tail()}")
+
+
+CHECK = ("import sys\nfrom trainlab import checks\n"
+         "verdict = checks.get('start/warmup').check(sys.stdin.read())\nprint('VERDICT', verdict.kind)\n")
+
+
+def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_room(hub_environment, tmp_path):
+    with RoomHub(tmp_path, learners=["ana", "ben"]) as hub:
+        ana, response = hub.login("ana", "ana-first-password")  # first use: this sets ana's password
+        assert "/hub/spawn" in response.url or "/user/ana" in response.url, response.url
+        wait_for_server(ana, hub, "ana")
+        assert (hub.state / "homes" / "ana" / "trainlab" / "00_start_here.ipynb").exists()  # her working copy
+
+        _, refused = hub.login("ana", "not-anas-password")
+        assert "/hub/login" in refused.url and "Invalid" in refused.text  # a wrong password is refused
+        outsider, _ = hub.login("mallory", "mallory-password")  # not on the roster: no sign-up
+        assert outsider.get(f"{hub.url}/hub/api/user", timeout=10).status_code == 403
+
+        env = server_environment(hub, "ana")  # what her kernel sees: her own hub token, the room's address
+        env["TRAINLAB_PROGRESS_DIR"] = str(tmp_path / "ana-progress")
+        check = subprocess.run([sys.executable, "-c", CHECK], input=labs.source("start/warmup", fixed=True), env=env,
+                               cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert "VERDICT pass" in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+        assert "did not receive" not in check.stderr, check.stderr[-2000:]
+
+        ines, _ = hub.login("ines", "ines-password-1")
+        room = ines.get(f"{hub.url}/services/room/grid.json", timeout=30)
+        assert room.status_code == 200, room.text[:500]
+        row = next(r for r in room.json()["rows"] if r["exercise"] == "start/warmup")
+        assert row["cells"]["ana"]["text"] == "passed at attempt 1"
+        assert row["cells"]["ben"]["text"] == "not attempted"
+        assert ana.get(f"{hub.url}/services/room/grid.json", timeout=30).status_code == 403  # learners: no view
+        assert (hub.state / "records" / "ana.jsonl").exists()

@@ -1,0 +1,150 @@
+"""The room's pieces that need no running hub: roster, address safety, records, the grid, limits."""
+
+import json
+import time
+
+import pytest
+
+from trainlab import progress
+from trainlab.hub import grid, limits, roster, safety, state
+from trainlab.hub.records import Records, clean
+
+NOW = 1_800_000_000.0
+
+
+def stamp(seconds_ago):
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(NOW - seconds_ago))
+
+
+def rec(learner, exercise, verdict, attempt, seconds_ago, **extra):
+    return {"learner": learner, "exercise": exercise, "verdict": verdict, "attempt": attempt,
+            "time": stamp(seconds_ago), **extra}
+
+
+def test_no_roster_refuses_and_says_how_to_write_one(tmp_path):
+    with pytest.raises(roster.RosterError) as err:
+        roster.load(tmp_path / "room.toml")
+    assert "instructors = [" in str(err.value) and "ROSTER=" in str(err.value)
+
+
+@pytest.mark.parametrize("text, words", [
+    ('learners = ["ana"]\n', "no instructor"),
+    ('instructors = ["ines"]\nlearners = ["Ana B"]\n', "not usable user names"),
+    ('instructors = ["ines"]\nlearners = ["ines"]\n', "instructor and learner"),
+    ('instructors = ["ines"]\nlearners = ["ana", "ana"]\n', "twice"),
+    ('instructors = ["ines"]\nsignup = true\n', "unknown key"),
+    ('instructors = "ines"\n', "must be a list"),
+])
+def test_a_malformed_roster_is_refused_with_its_reason(tmp_path, text, words):
+    path = tmp_path / "room.toml"
+    path.write_text(text)
+    with pytest.raises(roster.RosterError, match=words):
+        roster.load(path)
+
+
+def test_a_roster_names_learners_and_instructors(tmp_path):
+    path = tmp_path / "room.toml"
+    path.write_text(roster.EXAMPLE)
+    people = roster.load(path)
+    assert people.instructors == ("ines",) and people.learners == ("ana", "ben")
+    assert set(people.everyone) == {"ines", "ana", "ben"}
+
+
+@pytest.mark.parametrize("ip", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_needs_no_certificate(ip):
+    assert safety.check_address(ip, "", "", insecure=False) is None
+
+
+@pytest.mark.parametrize("ip", ["0.0.0.0", "10.0.0.5", "", "hub.example.org"])
+def test_any_other_address_needs_a_certificate_or_insecure(ip):
+    problem = safety.check_address(ip, "", "", insecure=False)
+    assert problem and "clear text" in problem and "SSL_CERT" in problem and "--insecure" in problem
+    assert "both" in safety.check_address(ip, "cert.pem", "", insecure=False)
+    assert safety.check_address(ip, "cert.pem", "key.pem", insecure=False) is None
+    assert safety.check_address(ip, "", "", insecure=True) is None
+
+
+def test_without_node_the_proxy_check_says_to_install_it(monkeypatch):
+    monkeypatch.setattr(safety.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="node is not installed"):
+        safety.find_proxy()
+
+
+def test_the_state_folder_is_private_and_its_secrets_are_kept(tmp_path):
+    folder = state.prepare(tmp_path / "state")
+    assert folder.stat().st_mode & 0o777 == 0o700 and (folder / state.RECORDS).is_dir()
+    first = state.secret(folder, "proxy_auth_token")
+    assert state.secret(folder, "proxy_auth_token") == first and len(first) == 64  # a restart reads the same one
+    assert (folder / "proxy_auth_token").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_record_is_kept_in_the_token_owners_name_and_checked():
+    body = json.dumps(rec("ben", "start/warmup", "incorrect", 1, 0, extra="dropped"))
+    kept = clean(body, "ana")
+    assert kept["learner"] == "ana" and "extra" not in kept
+    with pytest.raises(ValueError, match="verdict"):
+        clean(json.dumps({**json.loads(body), "verdict": "passed!"}), "ana")
+    with pytest.raises(ValueError, match="missing"):
+        clean(json.dumps({"exercise": "start/warmup"}), "ana")
+    with pytest.raises(ValueError, match="not JSON"):
+        clean(b"{", "ana")
+
+
+def test_records_survive_on_disk_and_are_reread_when_a_file_changes(tmp_path):
+    records = Records(tmp_path)
+    records.add("ana", rec("ana", "start/warmup", "incorrect", 1, 60))
+    assert len(records.all()) == 1
+    records.add("ana", rec("ana", "start/warmup", "pass", 2, 0))
+    assert [r["verdict"] for r in Records(tmp_path).all()] == ["incorrect", "pass"]  # a new process reads them
+    assert len(records.all()) == 2
+    assert (tmp_path / "ana.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_grid_shows_each_learners_state_and_puts_stuck_exercises_first():
+    exercises = ["start/warmup", "debugging/nc_2", "debugging/nan_2"]
+    records = [
+        rec("ana", "start/warmup", "incorrect", 1, 900), rec("ana", "start/warmup", "pass", 2, 60),
+        rec("ben", "start/warmup", "not attempted", 1, 1300),  # running the cell unchanged is no attempt
+        rec("ben", "start/warmup", "incorrect", 2, 1200),
+        rec("ana", "debugging/nan_2", "incorrect", 1, 700, diagnosis="wrong"),
+        rec("ben", "debugging/nan_2", "error", 1, 650), rec("ben", "debugging/nan_2", "incorrect", 2, 30),
+        rec("chen", "debugging/nc_2", "incorrect", 1, 120),  # working, but not for 10 minutes yet
+    ]
+    g = grid.build(records, ["ana", "ben", "chen"], exercises, now=NOW)
+    assert [(r.exercise, r.stuck) for r in g.rows] == [("debugging/nan_2", 2), ("start/warmup", 1), ("debugging/nc_2", 0)]
+    warmup = g.rows[1].cells
+    assert warmup["ana"].text == "passed at attempt 2"
+    assert warmup["ben"].status == "attempted" and warmup["ben"].attempts == 1 and warmup["ben"].stuck()
+    assert warmup["ben"].text == "1 attempt, 20 min since the first"
+    assert warmup["chen"].text == "not attempted"
+    assert g.rows[0].cells["ana"].text == "1 attempt, 11 min since the first; diagnosis wrong"
+    assert g.rows[0].cells["ben"].text.startswith("2 attempts, 10 min")
+    assert not g.rows[2].cells["chen"].stuck() and g.rows[2].working == 1
+
+
+def test_a_learner_outside_the_roster_with_records_still_shows():
+    g = grid.build([rec("zoe", "start/warmup", "pass", 1, 5)], ["ana"], ["start/warmup"], now=NOW)
+    assert g.learners == ["ana", "zoe"] and g.rows[0].passed == 1
+
+
+def test_the_grid_reads_records_as_progress_writes_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTERHUB_USER", "ana")
+    monkeypatch.delenv("TRAINLAB_LEARNER", raising=False)
+    monkeypatch.delenv("TRAINLAB_ROOM_URL", raising=False)
+
+    class Verdict:
+        exercise, kind, diagnosis = "debugging/nan_2", "incorrect", None
+
+    entry = progress.record(Verdict())
+    assert entry["learner"] == "ana"  # on a hub, the learner is the hub's user
+    g = grid.build(progress.load(), ["ana"], ["debugging/nan_2"])
+    assert g.rows[0].cells["ana"].text.startswith("1 attempt, under a minute")
+
+
+def test_limits_leave_room_for_the_kernel_and_notebook_02s_four_ranks():
+    per = limits.per_learner()
+    assert per.memory_limit_mb >= limits.SERVER_MB + limits.TORCH_PROCESS_MB * (1 + limits.MAX_RANKS)
+    assert per.memory_guarantee_mb < per.memory_limit_mb and per.memory_limit_mb % 256 == 0
+    assert per.tasks_max >= limits.THREADS_PER_PROCESS * (1 + limits.MAX_RANKS)
+    assert per.as_systemd()["MemoryMax"] == f"{per.memory_limit_mb}M"

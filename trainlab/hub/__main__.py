@@ -1,0 +1,3 @@
+from trainlab.hub.launch import main
+
+main()

@@ -1,0 +1,99 @@
+"""The room's grid: one row per exercise, one column per learner, the stuck exercises on top.
+
+    g = build(records, learners=["ana", "ben"], exercises=progress.all_exercises(), now=time.time())
+    g.rows[0].exercise, g.rows[0].stuck, g.rows[0].cells["ana"].text
+
+A learner is *stuck* on an exercise when they attempted it, have not passed it, and their first
+attempt is more than STUCK_AFTER_S ago: the moment to walk over. Rows are ordered by how many are
+stuck, then by how many are still working on it, then in notebook order. Pure: records in, grid out.
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from trainlab import progress
+
+STUCK_AFTER_S = 600
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: str  # "not started", "attempted" or "passed" (progress.status)
+    attempts: int
+    passed_at: object  # the attempt that passed, or None
+    since_first_s: object  # seconds since the first attempt, or None
+    diagnosis: str  # the last graded diagnosis ("right", "wrong", ...) or ""
+
+    def stuck(self):
+        return self.status == "attempted" and self.since_first_s is not None and self.since_first_s > STUCK_AFTER_S
+
+    @property
+    def text(self):
+        if self.status == "not started":
+            return "not attempted"
+        diagnosis = f"; diagnosis {self.diagnosis}" if self.diagnosis else ""
+        if self.status == "passed":
+            return f"passed at attempt {self.passed_at}{diagnosis}"
+        return f"{self.attempts} attempt{'s' * (self.attempts != 1)}, {minutes(self.since_first_s)}{diagnosis}"
+
+
+@dataclass(frozen=True)
+class Row:
+    exercise: str
+    stuck: int  # learners stuck on it
+    working: int  # learners who attempted and have not passed
+    passed: int
+    cells: dict  # learner -> Cell
+
+
+@dataclass(frozen=True)
+class Grid:
+    learners: list
+    rows: list
+    records: int
+
+
+def seconds(stamp):
+    """A record's time ("%Y-%m-%dT%H:%M:%S%z", progress.record) as a POSIX timestamp."""
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def minutes(s):
+    if s is None:
+        return ""
+    return f"{int(s // 60)} min since the first" if s >= 60 else "under a minute since the first"
+
+
+def learner_cells(records, exercises, now):
+    """{exercise: Cell} for one learner's records."""
+    rows = progress.status(records, exercises)
+    first, diagnosis = {}, {}
+    for r in sorted(records, key=lambda r: seconds(r["time"])):
+        if r["verdict"] != "not attempted":
+            first.setdefault(r["exercise"], seconds(r["time"]))
+        if r.get("diagnosis"):
+            diagnosis[r["exercise"]] = r["diagnosis"]
+    return {name: Cell(row["status"], row["attempts"], row["passed_at"],
+                       now - first[name] if name in first else None, diagnosis.get(name, ""))
+            for name, row in rows.items()}
+
+
+def build(records, learners, exercises, now=None):
+    """The grid for these learners (roster order; anyone else with records is added) and exercises."""
+    now = time.time() if now is None else now
+    by_learner = {name: [] for name in learners}
+    for r in records:
+        by_learner.setdefault(r["learner"], []).append(r)
+    cells = {name: learner_cells(rs, exercises, now) for name, rs in by_learner.items()}
+    names = list(by_learner)
+    order = list(dict.fromkeys([*exercises, *(e for per in cells.values() for e in per)]))
+    rows = []
+    for exercise in order:
+        column = {name: cells[name][exercise] for name in names if exercise in cells[name]}
+        rows.append(Row(exercise, sum(c.stuck() for c in column.values()),
+                        sum(c.status == "attempted" for c in column.values()),
+                        sum(c.status == "passed" for c in column.values()), column))
+    position = {e: i for i, e in enumerate(order)}
+    rows.sort(key=lambda row: (-row.stuck, -row.working, position[row.exercise]))
+    return Grid(names, rows, len(records))

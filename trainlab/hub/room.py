@@ -1,0 +1,146 @@
+"""The room view: a JupyterHub service that keeps every learner's check records and shows the grid.
+
+    python -m trainlab.hub.room        # started by the hub (config.py), never by hand
+
+- POST <prefix>api/records  one record, sent by `trainlab.progress.record` from the learner's kernel
+  with the learner's own hub API token: the learner is the token's owner, never the record's claim,
+  so nobody can write records in another's name. Appended to <state>/records/<learner>.jsonl.
+- GET <prefix>              the grid (grid.py) for instructors (scope custom:trainlab-room:view,
+  config.py); anyone else gets 403. The page re-reads <prefix>grid every REFRESH_S seconds.
+- GET <prefix>grid.json     the same grid as JSON (what the tests and the benchmark read).
+Login is the hub's (HubOAuth): the service has no passwords or sessions of its own.
+"""
+
+import html
+import os
+import signal
+import time
+from pathlib import Path
+
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.utils import url_path_join
+from tornado import ioloop, web
+
+from trainlab import progress
+from trainlab.hub import config, grid, roster, state
+from trainlab.hub.records import Records, clean
+
+REFRESH_S = 5
+
+
+class Base(HubOAuthenticated, web.RequestHandler):
+    def initialize(self, room):
+        self.room, self.hub_auth = room, room.hub_auth
+
+    def instructor(self):
+        """The logged-in user if they may see the room, else 403 (a learner) - login first via the hub."""
+        user = self.current_user
+        if config.VIEW_SCOPE not in user.get("scopes", []):
+            raise web.HTTPError(403, f"the room view is for the instructors; {user['name']} is a learner")
+        return user
+
+
+class Page(Base):
+    @web.authenticated
+    def get(self):
+        self.instructor()
+        self.write(page(self.room.grid(), self.room.prefix))
+
+
+class Fragment(Base):
+    @web.authenticated
+    def get(self):
+        self.instructor()
+        self.write(table(self.room.grid()))
+
+
+class GridJSON(Base):
+    @web.authenticated
+    def get(self):
+        self.instructor()
+        start = time.perf_counter()
+        g = self.room.grid()
+        self.write({"learners": g.learners, "records": g.records, "built_ms": 1000 * (time.perf_counter() - start),
+                    "rows": [{"exercise": r.exercise, "stuck": r.stuck, "working": r.working, "passed": r.passed,
+                              "cells": {n: {**c.__dict__, "text": c.text} for n, c in r.cells.items()}}
+                             for r in g.rows]})
+
+
+class RecordsAPI(Base):
+    @web.authenticated
+    def post(self):
+        try:
+            record = clean(self.request.body, self.current_user["name"])
+        except ValueError as exc:
+            raise web.HTTPError(400, f"record refused: {exc}") from None
+        self.room.records.add(record["learner"], record)
+        self.set_status(201)
+        self.write({"stored": record})
+
+    def check_xsrf_cookie(self):  # token-authenticated API calls from kernels carry no cookie
+        pass
+
+
+class Room:
+    def __init__(self, folder, roster_path, prefix="/services/room/"):
+        self.records = Records(Path(folder) / state.RECORDS)
+        self.roster_path, self.prefix = roster_path, prefix
+        self.exercises = progress.all_exercises()
+        # the one instance: HubOAuthCallbackHandler takes HubOAuth.instance(), and the login's PKCE state lives in it
+        self.hub_auth = HubOAuth.instance(cache_max_age=60)
+
+    def learners(self):
+        return list(roster.load(self.roster_path).learners)
+
+    def grid(self):
+        return grid.build(self.records.all(), self.learners(), self.exercises)
+
+    def app(self):
+        p = self.prefix
+        routes = [(p, Page), (url_path_join(p, "grid"), Fragment), (url_path_join(p, "grid.json"), GridJSON),
+                  (url_path_join(p, "api/records"), RecordsAPI)]
+        return web.Application([(r, h, {"room": self}) for r, h in routes] +
+                               [(url_path_join(p, "oauth_callback"), HubOAuthCallbackHandler)],
+                               cookie_secret=os.urandom(32))
+
+
+def table(g):
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in g.learners)
+    body = []
+    for r in g.rows:
+        cells = "".join(f"<td class='{c.status.replace(' ', '-')}{' stuck' * c.stuck()}' data-learner='{html.escape(n)}'>"
+                        f"{html.escape(c.text)}</td>" for n, c in r.cells.items())
+        flag = f" <b>{r.stuck} stuck</b>" if r.stuck else ""
+        body.append(f"<tr data-exercise='{html.escape(r.exercise)}'><th>{html.escape(r.exercise)}{flag}</th>{cells}</tr>")
+    return (f"<p>{len(g.learners)} learners, {g.records} records; updated {time.strftime('%H:%M:%S')}</p>"
+            f"<table id='room'><tr><th>exercise</th>{head}</tr>{''.join(body)}</table>")
+
+
+def page(g, prefix):
+    return f"""<!doctype html><meta charset="utf-8"><title>trainlab room</title>
+<style>body{{font:13px sans-serif}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}
+table{{border-collapse:collapse}} .passed{{background:#dafbe1}} .attempted{{background:#fff8c5}}
+.stuck{{background:#ffd8d3;font-weight:bold}} .not-started{{color:#999}}</style>
+<h2>The room</h2><p>Stuck: attempted, not passed, first attempt over {grid.STUCK_AFTER_S // 60} minutes ago.
+Exercises where most are stuck come first. Refreshed every {REFRESH_S} s.</p>
+<div id="grid">{table(g)}</div>
+<script>setInterval(async () => {{
+  const r = await fetch("{prefix}grid", {{credentials: "same-origin"}});
+  if (r.ok) document.getElementById("grid").innerHTML = await r.text();
+}}, {REFRESH_S * 1000});</script>"""
+
+
+def main():
+    folder = os.environ["TRAINLAB_HUB_STATE"]
+    room = Room(folder, os.environ["TRAINLAB_HUB_ROSTER"], os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/room/"))
+    url = os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8011")
+    host_port = url.split("://", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    room.app().listen(int(port), address=host)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services with these; HubOAuth's thread
+        signal.signal(sig, lambda *_: os._exit(0))  # would keep the process alive. Records are written already.
+    ioloop.IOLoop.current().start()
+
+
+if __name__ == "__main__":
+    main()

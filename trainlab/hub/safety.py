@@ -1,0 +1,43 @@
+"""What makes a room unsafe or unable to start, said before JupyterHub runs (no jupyterhub import here).
+
+- A non-loopback address without TLS: learners' passwords would cross the network in clear text.
+- No node, or no configurable-http-proxy: JupyterHub's proxy cannot start.
+"""
+
+import ipaddress
+import os
+import shutil
+from pathlib import Path
+
+
+def loopback(ip):
+    if ip == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(ip).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost, or "" (all interfaces)
+
+
+def check_address(ip, cert, key, insecure):
+    """None if the address is safe to serve on; else why not and what to do."""
+    if loopback(ip) or insecure or (cert and key):
+        return None
+    if cert or key:
+        return "give both --ssl-cert and --ssl-key (make hub SSL_CERT=... SSL_KEY=...)"
+    return (f"refusing to serve on {ip or 'all interfaces'} without TLS: learners' passwords and the instructor's "
+            "login would cross the network in clear text. Give a certificate and key (make hub IP=... "
+            "SSL_CERT=cert.pem SSL_KEY=key.pem), or put the hub behind a TLS proxy and pass --insecure "
+            "(make hub ... INSECURE=1) if you accept that")
+
+
+def find_proxy():
+    """configurable-http-proxy's path; SystemExit saying how to install node or the proxy."""
+    if not shutil.which("node"):
+        raise SystemExit("the hub's proxy (configurable-http-proxy) runs on node, and node is not installed: "
+                         "`apt-get install nodejs npm` (or from https://nodejs.org), then `make hub` runs `npm ci`")
+    proxy = os.environ.get("TRAINLAB_HUB_PROXY") or shutil.which("configurable-http-proxy")
+    if not proxy or not Path(proxy).exists():
+        raise SystemExit("configurable-http-proxy is not installed: `make hub` installs it with `npm ci` from "
+                         "package-lock.json (or set TRAINLAB_HUB_PROXY to its path)")
+    return proxy

@@ -1,0 +1,119 @@
+"""How each learner is kept apart: three spawners, the first usable one chosen unless asked.
+
+- `systemd` (systemdspawner): each learner's server is a systemd unit with a dynamic user, its own
+  home (/var/lib/<name>), a private /tmp, and MemoryMax / TasksMax from `limits.py`. Needs systemd
+  as PID 1 and root.
+- `users` (JupyterHub's LocalProcessSpawner): each learner is a real Unix user, created from the
+  roster (`useradd`, home 0700), the server started as that user, so nobody reads another's files.
+  Process count is capped per user (RLIMIT_NPROC); memory is NOT capped (no cgroups): watch it.
+  Needs root, and the environment and clone readable by other users (not under /root).
+- `test` (SimpleLocalProcessSpawner): NO isolation - every learner runs as the hub's own user, homes
+  under the state folder. Only for the single-machine test and the load benchmark; the hub says so
+  when it starts.
+"""
+
+import os
+import pwd
+import resource
+import shutil
+import subprocess
+from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
+
+KINDS = ("systemd", "users", "test")
+
+
+def systemd_usable():
+    """systemd runs as PID 1 and we may start units (root)."""
+    try:
+        return os.geteuid() == 0 and Path("/proc/1/comm").read_text().strip() == "systemd"
+    except OSError:
+        return False
+
+
+def choose(requested="auto"):
+    """The spawner kind to use; `auto` takes systemd where usable, else Unix users as root."""
+    if requested != "auto":
+        if requested == "systemd" and not systemd_usable():
+            raise SystemExit("--spawner systemd needs systemd as PID 1 and root; here it is not: "
+                             "use --spawner users (as root) or run the hub on a machine with systemd")
+        if requested == "users" and os.geteuid() != 0:
+            raise SystemExit("--spawner users creates a Unix user per learner and starts servers as them: run as root")
+        return requested
+    if systemd_usable():
+        return "systemd"
+    if os.geteuid() == 0:
+        return "users"
+    raise SystemExit("no isolating spawner here: systemd is not PID 1 and the hub does not run as root. Run "
+                     "`make hub` as root (Unix users per learner), or, for a test on your own machine only, "
+                     "--spawner test (no isolation between learners)")
+
+
+def ensure_unix_users(names):
+    """Create a Unix user per learner who lacks one (home 0700); return the names created."""
+    created = []
+    for name in names:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
+            entry, _ = pwd.getpwnam(name), created.append(name)
+        os.chmod(entry.pw_dir, 0o700)  # useradd's default is often 0755: learners must not read each other
+    return created
+
+
+def unreadable_by_others(paths):
+    """The paths (or a folder above one) that other users cannot reach: learners' servers run as them."""
+    blocked = []
+    for path in paths:
+        for part in [Path(path), *Path(path).parents]:
+            if part.exists() and not part.stat().st_mode & 0o001:
+                blocked.append(str(part))
+                break
+    return blocked
+
+
+class LimitedUnixUserSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner (real Unix users) with a per-user process cap."""
+
+    tasks_max = 512
+
+    def make_preexec_fn(self, name):
+        become_user = super().make_preexec_fn(name)
+        cap = self.tasks_max
+
+        def preexec():
+            resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))  # counted per uid: one learner's threads
+            become_user()
+
+        return preexec
+
+
+class TestOnlySpawner(SimpleLocalProcessSpawner):
+    """TEST ONLY: no isolation between learners (same Unix user); homes under the state folder."""
+
+
+def configure(c, kind, state, limits):
+    """Set c.JupyterHub.spawner_class and its limits for `kind`."""
+    if kind == "systemd":
+        c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
+        c.SystemdSpawner.dynamic_users = True
+        c.SystemdSpawner.mem_limit = f"{limits.memory_limit_mb}M"
+        c.SystemdSpawner.cpu_limit = limits.cpu_limit
+        c.SystemdSpawner.isolate_tmp = True
+        c.SystemdSpawner.isolate_devices = True
+        c.SystemdSpawner.disable_user_sudo = True
+        c.SystemdSpawner.unit_extra_properties = {"TasksMax": str(limits.tasks_max)}
+    elif kind == "users":
+        c.JupyterHub.spawner_class = LimitedUnixUserSpawner
+        LimitedUnixUserSpawner.tasks_max = limits.tasks_max
+    elif kind == "test":
+        c.JupyterHub.spawner_class = TestOnlySpawner
+        c.TestOnlySpawner.home_dir_template = str(Path(state) / "homes" / "{username}")
+    else:
+        raise ValueError(f"unknown spawner {kind!r}: one of {', '.join(KINDS)}")
+
+
+def have(command):
+    return shutil.which(command) is not None

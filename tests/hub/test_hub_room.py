@@ -103,3 +103,44 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         assert row["cells"]["ben"]["text"] == "not attempted"
         assert ana.get(f"{hub.url}/services/room/grid.json", timeout=30).status_code == 403  # learners: no view
         assert (hub.state / "records" / "ana.jsonl").exists()
+
+
+APPLY = """
+import json, sys
+from traitlets.config import Config
+from trainlab.hub import config
+c = Config()
+config.apply(c, config.Settings(roster=sys.argv[1], state=sys.argv[2], spawner=sys.argv[3], port=8000))
+spawner = c.JupyterHub.spawner_class
+print(json.dumps({"allowed": sorted(c.Authenticator.allowed_users), "admins": sorted(c.Authenticator.admin_users),
+    "create_users": c.FirstUseAuthenticator.create_users, "authenticator": c.JupyterHub.authenticator_class,
+    "cleanup_servers": c.JupyterHub.cleanup_servers, "cleanup_proxy": c.JupyterHub.cleanup_proxy,
+    "db_url": c.JupyterHub.db_url, "cookie": c.JupyterHub.cookie_secret_file, "passwords": c.FirstUseAuthenticator.dbm_path,
+    "services": [s["name"] for s in c.JupyterHub.services], "roles": c.JupyterHub.load_roles,
+    "spawner": spawner if isinstance(spawner, str) else spawner.__name__,
+    "spawner_doc": "" if isinstance(spawner, str) else spawner.__doc__,
+    "systemd": {k: str(v) for k, v in c.SystemdSpawner.items()}}))
+"""
+
+
+@pytest.mark.parametrize("spawner", ["test", "users", "systemd"])
+def test_the_hub_configuration_keeps_its_state_in_one_folder_and_lets_in_only_the_roster(hub_environment, tmp_path, spawner):
+    (tmp_path / "room.toml").write_text('instructors = ["ines"]\nlearners = ["ana", "ben"]\n')
+    done = subprocess.run([os.environ["TRAINLAB_HUB_PYTHON"], "-c", APPLY, str(tmp_path / "room.toml"),
+                           str(tmp_path / "state"), spawner], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    c = __import__("json").loads(done.stdout)
+    state = str(tmp_path / "state")
+    assert c["allowed"] == ["ana", "ben", "ines"] and c["admins"] == ["ines"] and c["create_users"] is False
+    assert c["authenticator"].endswith("FirstUseAuthenticator")
+    assert not c["cleanup_servers"] and not c["cleanup_proxy"]  # a restart keeps learners' servers
+    assert all(state in c[k] for k in ("db_url", "cookie", "passwords"))
+    assert c["services"] == ["room", "idle-culler"]
+    assert {r["name"]: r.get("users") for r in c["roles"]}["instructor"] == ["ines"]
+    if spawner == "test":
+        assert c["spawner"] == "TestOnlySpawner" and "no isolation" in c["spawner_doc"]
+    elif spawner == "users":
+        assert c["spawner"] == "LimitedUnixUserSpawner"
+    else:
+        assert c["spawner"] == "systemdspawner.SystemdSpawner" and c["systemd"]["dynamic_users"] == "True"
+        assert c["systemd"]["mem_limit"] == "3584M" and "TasksMax" in c["systemd"]["unit_extra_properties"]

@@ -19,9 +19,8 @@ from pathlib import Path
 
 from trainlab import paths, workspace
 from trainlab.hub import limits, roster, spawners, state
+from trainlab.hub.scopes import CUSTOM_SCOPES, ROOM, SERVER_TOKEN, VIEW, roles
 
-ROOM = "room"  # the room view's service name: /services/room/
-VIEW_SCOPE = "custom:trainlab-room:view"
 ENV_PREFIX = "TRAINLAB_HUB_"
 
 
@@ -87,28 +86,21 @@ def apply(c, settings):
         "TRAINLAB_ROOM_URL": f"http://127.0.0.1:{room_port(settings)}/services/{ROOM}/",
     }
     c.Spawner.mem_limit = f"{per_learner.memory_limit_mb}M"  # enforced by systemd; informational elsewhere
-    c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
-                                     f"access:services!service={ROOM}"]  # checks post records with it
+    c.Spawner.server_token_scopes = SERVER_TOKEN  # checks post records with it
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 90
 
-    c.JupyterHub.custom_scopes = {VIEW_SCOPE: {"description": "see the room view: every learner's exercises"}}
+    c.JupyterHub.custom_scopes = CUSTOM_SCOPES
     c.JupyterHub.services = [
         {"name": ROOM, "url": f"http://127.0.0.1:{room_port(settings)}", "display": True,
          "command": [sys.executable, "-m", "trainlab.hub.room"],
          "environment": {"TRAINLAB_HUB_STATE": str(folder), "TRAINLAB_HUB_ROSTER": str(Path(settings.roster).resolve()),
                          "PYTHONPATH": str(paths.REPO)},
-         "oauth_no_confirm": True, "oauth_client_allowed_scopes": [VIEW_SCOPE]},
+         "oauth_no_confirm": True, "oauth_client_allowed_scopes": [VIEW]},
         {"name": "idle-culler",
          "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}"]},
     ]
-    c.JupyterHub.load_roles = [
-        {"name": "user", "scopes": ["self", f"access:services!service={ROOM}"]},
-        {"name": "instructor", "scopes": [VIEW_SCOPE, f"access:services!service={ROOM}"],
-         "users": list(people.instructors)},
-        {"name": "idle-culler", "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
-         "services": ["idle-culler"]},
-    ]
+    c.JupyterHub.load_roles = roles(people.instructors)
     return people
 
 

@@ -22,8 +22,9 @@ from jupyterhub.utils import url_path_join
 from tornado import ioloop, web
 
 from trainlab import progress
-from trainlab.hub import config, grid, roster, state
+from trainlab.hub import grid, roster, state
 from trainlab.hub.records import Records, clean
+from trainlab.hub.scopes import VIEW
 
 REFRESH_S = 5
 
@@ -35,7 +36,7 @@ class Base(HubOAuthenticated, web.RequestHandler):
     def instructor(self):
         """The logged-in user if they may see the room, else 403 (a learner) - login first via the hub."""
         user = self.current_user
-        if config.VIEW_SCOPE not in user.get("scopes", []):
+        if VIEW not in user.get("scopes", []):
             raise web.HTTPError(403, f"the room view is for the instructors; {user['name']} is a learner")
         return user
 
@@ -133,8 +134,10 @@ Exercises where most are stuck come first. Refreshed every {REFRESH_S} s.</p>
 def main():
     folder = os.environ["TRAINLAB_HUB_STATE"]
     room = Room(folder, os.environ["TRAINLAB_HUB_ROSTER"], os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/room/"))
+    # where to listen: the service's URL (make hub: 127.0.0.1), or TRAINLAB_ROOM_BIND (Kubernetes: 0.0.0.0:8011,
+    # while learners' pods reach it as http://hub:8011)
     url = os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8011")
-    host_port = url.split("://", 1)[1].split("/", 1)[0]
+    host_port = os.environ.get("TRAINLAB_ROOM_BIND") or url.split("://", 1)[1].split("/", 1)[0]
     host, port = host_port.rsplit(":", 1)
     room.app().listen(int(port), address=host)
     for sig in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services with these; HubOAuth's thread

@@ -34,6 +34,11 @@ class Figure:
         return f"{self.value:g} {self.unit} (published: {self.source.split(', http')[0]})"
 
     @property
+    def where(self):
+        """Markdown: the source alone, a link where it has one (for several figures from one source)."""
+        return _where(self.source)
+
+    @property
     def cite(self):
         """Markdown: the figure, labelled published, its source a link where it has one."""
         return f"{self.value:g} {self.unit} (published: {_where(self.source)})"
@@ -86,6 +91,11 @@ class Link:
     id: str
     one_way: float  # bytes/s in one direction: what a ring collective's sends run at
     figure: Figure  # the datasheet entry, for citing
+
+    @property
+    def where(self):
+        """Markdown: the source alone, a link where it has one (for several figures from one source)."""
+        return _where(self.source)
 
     @property
     def cite(self):

@@ -7,6 +7,7 @@
 - `panel.py`: the hypothesis panel (try one change at a time, compare live curves);
 - `ladder.py`: the slow symptom fixed rung by rung, each rung's speed-up measured;
 - `interview.py`: the mock interview on a drill, with a clock;
+- `followups.py`: what the interview answer's follow-ups measure (anomaly mode, train/eval, initialisation);
 - `plots.py`: per-layer gradients and activations, the LR range test, the time split of a step.
 
 The doctor itself (`trainlab.doctor`: probe, quick experiments, checklist rules, report) is

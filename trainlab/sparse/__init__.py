@@ -19,6 +19,7 @@ Around them:
 - cases.py, sweep.py     exactness and traffic cases, and time against density, on every rank of one launch
 - hooks.py               DDP communication hooks, what practitioners reach for first
 - rowwise.py             row-wise sharded embeddings, the model-parallel alternative
+- encoding.py            index and value encodings: the bytes a pair costs on the wire
 - runs.py, plots.py      the notebook's measurements and plots
 - exercises.py, labcheck.py  the lab's check (parent and child)
 """

@@ -207,3 +207,18 @@ def rowwise_bytes(k, N, row, idx_bytes=8, val_bytes=4):
     ids per rank owned evenly: the ids to their owners, the rows back, the rows' gradients back
     to the owners - each (N-1)/N of the rank's k - plus two count exchanges."""
     return (N - 1) / N * k * (idx_bytes + 2 * row * val_bytes) + 2 * (N - 1) * COUNT_BYTES
+
+
+def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val_bytes=4):
+    """Projected seconds for dense inside a node, sparse across nodes (each GPU on its own network
+    rail): a dense reduce-scatter over the node's fast link leaves each GPU the node's sum of 1/per_node
+    of the rows; each GPU all-gathers that slice's non-zero rows with its counterparts in the other
+    nodes over the slow link; a dense all-gather inside the node puts the slices together. The node's
+    sum has the union of its ranks' rows, so it is denser than any one rank's gradient."""
+    from trainlab.distributed.scaling import collective_s
+
+    table = D * row * val_bytes
+    node_rows = union(per_node, k, D, overlap)
+    across = link_time("allgather", D / per_node, max(1, int(node_rows / per_node)), nodes, slow, row=row,
+                       val_bytes=val_bytes)
+    return collective_s("reduce_scatter", table, per_node, fast) + across + collective_s("all_gather", table, per_node, fast)

@@ -33,3 +33,23 @@ def check_rendered(nb):
               if i and abs(float(ratio) - 1) > max(spread[i], spread[i - 1]) - 0.006}  # the column is rounded
     for claim, ratio in re.findall(r"(sped it up|slowed it down) ([\d.]+)x", shown):
         assert (float(ratio) > 1) == (claim == "sped it up") and ratio in beyond, (claim, ratio, rows)
+    check_rendered_followups(nb)
+
+
+def check_rendered_followups(nb):
+    """01's follow-ups quote what ran in the notebook: anomaly mode named the log of the KL and cost time; regrouping
+    changed train-mode predictions and no eval-mode one; the initialisations' scales are the measured ones."""
+    import re
+
+    from tests.notebook_run import texts
+    from trainlab.debugging import followups
+
+    shown = texts(nb, "interview-followups")
+    assert "named `LogBackward0`" in shown, shown[:1500]
+    slowdown = re.search(r"took ([\d.]+)x as long under it", shown)
+    assert slowdown and float(slowdown.group(1)) >= 1.0, shown[:1500]
+    regrouped = re.search(r"changed\s+(\d+)% of this CNN's predictions in train mode and (\d+)% in eval mode", shown)
+    assert regrouped and int(regrouped.group(1)) > 0 and regrouped.group(2) == "0", shown
+    scales = followups.activation_scale_by_init(depth=10, width=256)
+    assert f"{scales['Kaiming (fan_in, ReLU)']:.2f} under Kaiming" in shown and f"{scales['N(0, 1)']:.1e} under N(0, 1)" in shown
+

@@ -39,3 +39,21 @@ def check_rendered_answer(nb):
     assert re.search(rf"{sent[2] / 1e9:.0f} GB, at least {sent[2] / one_way * 1e3:.0f} ms", shown), shown[-3000:]
     assert re.search(rf"{sent[4] / one_way / step_s:.0%} of a step", shown), shown[-3000:]
     assert "96 GB HBM2e H100s at a 500 W power limit" in shown  # the hardware that table ran on, stated
+    check_rendered_followups(nb)
+
+
+def check_rendered_followups(nb):
+    """02's follow-ups: the stage formulas give the ZeRO paper's published figures (7.5B, 64 GPUs), and CPU offload's
+    PCIe time is 70B / 64 ranks x 2 bytes each way at the H100's 64 GB/s each way."""
+    from tests.notebook_run import texts
+    from trainlab import published
+    from trainlab.distributed import planner
+
+    shown = texts(nb, "interview-followups")
+    for stage, key in (("ddp", "zero-baseline-gb"), ("zero1", "zero1-gb"), ("zero2", "zero2-gb"), ("zero3", "zero3-gb")):
+        ours = planner.plan(7.5e9, 64, stage)["device_total"] / 1e9
+        assert abs(ours - published.get(key).value) < 0.06, (stage, ours)
+    assert "120, 31.4, 16.6 and\n1.9 GB per GPU - the paper's own 120, 31.4, 16.6 and 1.9 GB" in shown, shown[-1500:]
+    assert published.get("zero1-gb").where in shown
+    gb = 2 * 70e9 / 64 / 1e9
+    assert f"{gb:.1f} GB each way - {gb * 1e9 / published.link('h100-pcie').one_way * 1e3:.0f} ms" in shown, shown

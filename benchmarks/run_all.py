@@ -23,7 +23,8 @@ from trainlab import runner
 
 BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "diagnosis_phrases", "doctor_labs", "doctor_drills",
               "doctor_external", "doctor_real", "doctor_classes", "corpus", "fsdp", "fsdp_time", "sparse",
-              "compression", "kernels", "attention", "kernel_validation", "memory", "teardown_abort"]  # each module adds its own
+              "compression", "kernels", "attention", "kernel_validation", "memory", "interview_followups",
+              "teardown_abort"]  # each module adds its own
 
 
 def main(argv=None):

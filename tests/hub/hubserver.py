@@ -124,3 +124,30 @@ class RoomHub:
                     pass
         if self.proc is not None:
             runner.kill_tree(self.proc, grace=5)
+
+
+def server_environment(hub, learner, timeout=60):
+    """The environment a learner's Jupyter server gives its kernels (JUPYTERHUB_API_TOKEN included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in runner.descendants(hub.proc.pid):
+            try:
+                raw = Path(f"/proc/{pid}/environ").read_bytes()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+            if env.get("JUPYTERHUB_USER") == learner and b"jupyterhub.singleuser" in cmd:
+                return env
+        time.sleep(0.5)
+    raise AssertionError(f"no Jupyter server for {learner} after {timeout} s:\n{hub.log_tail()}")
+
+
+def wait_for_server(session, hub, learner, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = session.get(f"{hub.url}/user/{learner}/lab", timeout=30)  # through the server's own OAuth login
+        if page.status_code == 200 and f"/user/{learner}/lab" in page.url:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{learner}'s server did not start in {timeout} s:\n{hub.log_tail()}")

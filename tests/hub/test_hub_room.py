@@ -8,13 +8,11 @@ test_hub_browser.py (make test-full).
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from tests.hub.hubserver import RoomHub, hub_environment_missing
-from trainlab import labs, runner
+from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, wait_for_server
+from trainlab import labs
 from trainlab.paths import REPO
 
 
@@ -43,33 +41,6 @@ def test_make_hub_on_a_network_address_without_a_certificate_refuses_and_says_wh
     done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "IP=0.0.0.0", "SPAWNER=test")
     assert done.returncode != 0
     assert "without TLS" in done.stderr and "clear text" in done.stderr and "INSECURE=1" in done.stderr, done.stderr
-
-
-def server_environment(hub, learner, timeout=60):
-    """The environment a learner's Jupyter server gives its kernels (JUPYTERHUB_API_TOKEN included)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for pid in runner.descendants(hub.proc.pid):
-            try:
-                raw = Path(f"/proc/{pid}/environ").read_bytes()
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
-            if env.get("JUPYTERHUB_USER") == learner and b"jupyterhub.singleuser" in cmd:
-                return env
-        time.sleep(0.5)
-    raise AssertionError(f"no Jupyter server for {learner} after {timeout} s:\n{hub.log_tail()}")
-
-
-def wait_for_server(session, hub, learner, timeout=90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        page = session.get(f"{hub.url}/user/{learner}/lab", timeout=30)  # through the server's own OAuth login
-        if page.status_code == 200 and f"/user/{learner}/lab" in page.url:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{learner}'s server did not start in {timeout} s:\n{hub.log_tail()}")
 
 
 CHECK = ("import sys\nfrom trainlab import checks\n"

@@ -45,7 +45,7 @@ class Page(Base):
     @web.authenticated
     def get(self):
         self.instructor()
-        self.write(page(self.room.grid(), self.room.prefix))
+        self.write(page(self.room.grid(), self.room.prefix, self.xsrf_token.decode()))
 
 
 class Fragment(Base):
@@ -85,6 +85,7 @@ class RecordsAPI(Base):
 class Room:
     def __init__(self, folder, roster_path, prefix="/services/room/"):
         self.records = Records(Path(folder) / state.RECORDS)
+        self.cookie_secret = state.secret(folder, "room_cookie_secret")  # an open view survives a hub restart
         self.roster_path, self.prefix = roster_path, prefix
         self.exercises = progress.all_exercises()
         # the one instance: HubOAuthCallbackHandler takes HubOAuth.instance(), and the login's PKCE state lives in it
@@ -102,7 +103,7 @@ class Room:
                   (url_path_join(p, "api/records"), RecordsAPI)]
         return web.Application([(r, h, {"room": self}) for r, h in routes] +
                                [(url_path_join(p, "oauth_callback"), HubOAuthCallbackHandler)],
-                               cookie_secret=os.urandom(32))
+                               cookie_secret=self.cookie_secret)
 
 
 def table(g):
@@ -117,17 +118,21 @@ def table(g):
             f"<table id='room'><tr><th>exercise</th>{head}</tr>{''.join(body)}</table>")
 
 
-def page(g, prefix):
+def page(g, prefix, xsrf):
     return f"""<!doctype html><meta charset="utf-8"><title>trainlab room</title>
 <style>body{{font:13px sans-serif}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}
 table{{border-collapse:collapse}} .passed{{background:#dafbe1}} .attempted{{background:#fff8c5}}
 .stuck{{background:#ffd8d3;font-weight:bold}} .not-started{{color:#999}}</style>
 <h2>The room</h2><p>Stuck: attempted, not passed, first attempt over {grid.STUCK_AFTER_S // 60} minutes ago.
 Exercises where most are stuck come first. Refreshed every {REFRESH_S} s.</p>
-<div id="grid">{table(g)}</div>
+<p id="stale" style="color:#cf222e"></p><div id="grid">{table(g)}</div>
 <script>setInterval(async () => {{
-  const r = await fetch("{prefix}grid", {{credentials: "same-origin"}});
-  if (r.ok) document.getElementById("grid").innerHTML = await r.text();
+  // a cookie-authenticated fetch (not a navigation) must carry the XSRF token, or JupyterHub's auth refuses it
+  const r = await fetch("{prefix}grid", {{credentials: "same-origin", headers: {{"X-XSRFToken": "{xsrf}"}}}})
+    .catch(() => null);  // the service restarting with the hub
+  const fresh = r !== null && r.ok && !r.redirected;  // a hub restart may miss one refresh; the next one catches up
+  if (fresh) document.getElementById("grid").innerHTML = await r.text();
+  document.getElementById("stale").textContent = fresh ? "" : "Not refreshed since the time above: reload this page.";
 }}, {REFRESH_S * 1000});</script>"""
 
 

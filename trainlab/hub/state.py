@@ -3,6 +3,7 @@
     <state>/jupyterhub.sqlite         users, their servers, tokens, first-use passwords (hashed)
     <state>/jupyterhub_cookie_secret  so logins survive a restart
     <state>/proxy_auth_token          so a restarted hub talks to the proxy still running
+    <state>/room_cookie_secret        so an instructor's open room view keeps refreshing across a restart
     <state>/records/<learner>.jsonl   every checked verdict the room view received
     <state>/homes/<learner>/          learners' homes (test-only spawner; real users have /home)
 

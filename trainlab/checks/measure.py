@@ -88,7 +88,8 @@ def _run_pending(variants, pending, reports, device, timeout, stream, on_progres
 
 
 CACHE = paths.BUILD / "measure-cache"
-NOT_THE_RUN = ("TRAINLAB_PROGRESS_DIR", "TRAINLAB_CRASH_LOG")  # where records go: a new folder per test session
+NOT_THE_RUN = ("TRAINLAB_PROGRESS_DIR", "TRAINLAB_CRASH_LOG",  # where records go: a new folder per test session
+               "TRAINLAB_ROOM_URL", "TRAINLAB_HUB_PYTHON", "TRAINLAB_HUB_PROXY")  # where a room's hub is (make hub)
 
 
 def _code_version():

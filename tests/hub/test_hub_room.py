@@ -8,6 +8,7 @@ test_hub_browser.py (make test-full).
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,15 @@ def test_the_hub_configuration_keeps_its_state_in_one_folder_and_lets_in_only_th
     else:
         assert c["spawner"] == "systemdspawner.SystemdSpawner" and c["systemd"]["dynamic_users"] == "True"
         assert c["systemd"]["mem_limit"] == "3584M" and "TasksMax" in c["systemd"]["unit_extra_properties"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the Unix-user spawner needs root")
+def test_make_hub_with_unix_users_refuses_an_environment_other_users_cannot_read(hub_environment, tmp_path):
+    """Learners' servers run as their own users: an environment under /root (0700) would fail each spawn."""
+    (tmp_path / "room.toml").write_text('instructors = ["ines"]\nlearners = ["ana"]\n')
+    blocked = [p for p in (os.environ["TRAINLAB_HUB_PYTHON"], str(REPO))
+               if any(not (q.stat().st_mode & 0o001) for q in [Path(p), *Path(p).parents] if q.exists())]
+    if not blocked:
+        pytest.skip("the environment and clone are readable by other users here")
+    done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "SPAWNER=users")
+    assert done.returncode != 0 and "cannot read" in done.stderr and "CACHE=" in done.stderr, done.stderr

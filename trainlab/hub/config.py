@@ -112,8 +112,3 @@ def room_port(settings):
 def proxy_command():
     """configurable-http-proxy as `npm ci` installed it (TRAINLAB_HUB_PROXY), else one on PATH."""
     return os.environ.get("TRAINLAB_HUB_PROXY") or "configurable-http-proxy"
-
-
-def home_of(folder, name):
-    """A learner's home under the test-only spawner."""
-    return Path(folder) / state.HOMES / name

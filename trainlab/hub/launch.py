@@ -49,12 +49,13 @@ def settings_from(args):
     if problem:
         raise SystemExit(f"make hub: {problem}")
     kind = spawners.choose(args.spawner)
-    if kind == "users":
+    if kind in ("users", "systemd"):  # learners' servers run as unprivileged users: they must read the workbook
         blocked = spawners.unreadable_by_others([sys.executable, paths.REPO])
         if blocked:
-            raise SystemExit(f"make hub: learners run as their own Unix users and cannot read {blocked[0]}: put the "
+            raise SystemExit(f"make hub: learners run as their own users and cannot read {blocked[0]}: put the "
                              "clone and the environments where they can (e.g. `make hub CACHE=/opt/trainlab` from a "
                              "clone under /opt or /srv)")
+    if kind == "users":
         spawners.ensure_unix_users(people.learners + people.instructors)
     return config.Settings(roster=str(roster_path.resolve()), state=str(state.prepare(folder)), ip=args.ip,
                            port=args.port, spawner=kind, ssl_cert=args.ssl_cert,

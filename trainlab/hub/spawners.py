@@ -15,7 +15,6 @@
 import os
 import pwd
 import resource
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -113,7 +112,3 @@ def configure(c, kind, state, limits):
         c.TestOnlySpawner.home_dir_template = str(Path(state) / "homes" / "{username}")
     else:
         raise ValueError(f"unknown spawner {kind!r}: one of {', '.join(KINDS)}")
-
-
-def have(command):
-    return shutil.which(command) is not None

@@ -73,7 +73,8 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         row = next(r for r in room.json()["rows"] if r["exercise"] == "start/warmup")
         assert row["cells"]["ana"]["text"] == "passed at attempt 1"
         assert row["cells"]["ben"]["text"] == "not attempted"
-        assert ana.get(f"{hub.url}/services/room/grid.json", timeout=30).status_code == 403  # learners: no view
+        refused = ana.get(f"{hub.url}/services/room/grid.json", timeout=30)  # learners: no view, and told why
+        assert refused.status_code == 403 and "for the instructors; ana is a learner" in refused.text, refused.text
         assert (hub.state / "records" / "ana.jsonl").exists()
 
 

@@ -148,3 +148,35 @@ def test_limits_leave_room_for_the_kernel_and_notebook_02s_four_ranks():
     assert per.memory_guarantee_mb < per.memory_limit_mb and per.memory_limit_mb % 256 == 0
     assert per.tasks_max >= limits.THREADS_PER_PROCESS * (1 + limits.MAX_RANKS)
     assert per.as_systemd()["MemoryMax"] == f"{per.memory_limit_mb}M"
+
+
+def test_the_instructor_guides_room_sizing_is_generated_from_the_load_results():
+    from benchmarks import hub_load
+
+    result = json.loads((hub_load.RESULTS / "hub_load.json").read_text())
+    assert [r["learners"] for r in result["rooms"]] == [8, 16, 24]
+    assert hub_load.sizing_section(result) in hub_load.DOC.read_text(), (
+        "docs/instructor.md's room sizing differs from benchmarks/results/hub_load.json: "
+        "run `python -m benchmarks.hub_load --render-doc`")
+
+
+def test_a_graded_diagnosis_is_recorded_for_the_room(tmp_path, monkeypatch):
+    from trainlab.checks.core import NOT_STATED, Verdict
+    from trainlab.debugging.diagnosis import Grade
+
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path))
+    monkeypatch.delenv("TRAINLAB_ROOM_URL", raising=False)
+    graded = [Verdict("debugging/nan_2", "incorrect", "m", diagnosis=Grade(True, "ok", (), 0)),
+              Verdict("debugging/nan_2", "pass", "m", diagnosis=Grade(False, "no", ("hint 1",), 0)),
+              Verdict("debugging/nan_2", "incorrect", "m", diagnosis=NOT_STATED),
+              Verdict("start/warmup", "pass", "m")]
+    assert [progress.record(v).get("diagnosis") for v in graded] == ["right", "wrong", "not stated", None]
+
+
+def test_the_rooms_records_merge_as_exported_records_do(tmp_path):
+    """`python -m trainlab.progress --merge STATE/records/*.jsonl` reads what the room view kept."""
+    records = Records(tmp_path)
+    records.add("ana", clean(json.dumps(rec("x", "start/warmup", "pass", 1, 0)), "ana"))
+    records.add("ben", clean(json.dumps(rec("x", "start/warmup", "incorrect", 1, 0)), "ben"))
+    rows = progress.merge(sorted(tmp_path.glob("*.jsonl")), exercises=["start/warmup"])
+    assert [(r["learner"], r["status"]) for r in rows] == [("ana", "passed"), ("ben", "attempted")]

@@ -33,6 +33,13 @@ class Base(HubOAuthenticated, web.RequestHandler):
     def initialize(self, room):
         self.room, self.hub_auth = room, room.hub_auth
 
+    def write_error(self, status_code, **kwargs):
+        """Say why (a learner asking for the view learns it is the instructors'), not only the status."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        reason = getattr(exc, "log_message", None) or self._reason
+        self.finish(f"<!doctype html><title>{status_code}</title><h2>{status_code}: {html.escape(self._reason)}</h2>"
+                    f"<p>{html.escape(reason)}</p>")
+
     def instructor(self):
         """The logged-in user if they may see the room, else 403 (a learner) - login first via the hub."""
         user = self.current_user

@@ -32,7 +32,7 @@ def hub_environment_missing():
 
 
 class RoomHub:
-    def __init__(self, folder, learners, instructors=("ines",), start_timeout=60):
+    def __init__(self, folder, learners, instructors=("ines",), start_timeout=180):  # a busy 2-core machine
         self.folder = Path(folder)
         self.roster = self.folder / "room.toml"
         self.roster.write_text(f"instructors = {list(instructors)!r}\nlearners = {list(learners)!r}\n".replace("'", '"'))

@@ -154,7 +154,7 @@ def test_the_instructor_guides_room_sizing_is_generated_from_the_load_results():
     from benchmarks import hub_load
 
     result = json.loads((hub_load.RESULTS / "hub_load.json").read_text())
-    assert [r["learners"] for r in result["rooms"]] == [8, 16, 24]
+    assert result["rooms"] and all(r["checks_done"] for r in result["rooms"])
     assert hub_load.sizing_section(result) in hub_load.DOC.read_text(), (
         "docs/instructor.md's room sizing differs from benchmarks/results/hub_load.json: "
         "run `python -m benchmarks.hub_load --render-doc`")

@@ -29,15 +29,15 @@ def check_rendered(nb):
 
 def check_rendered_followups(nb):
     """05's follow-ups: the stage figures for 70B on 64 ranks are the planner's, the implicit momentum is 1 - 1/M for the
-    simulation's 16 workers, and the bf16-less GPUs are cited from the data file."""
+    simulation's 16 workers, and the bf16-less GPUs, MIG and tensor-core alignment are cited from the data file."""
     from tests.notebook_run import texts
     from trainlab import published
     from trainlab.distributed import planner
 
-    shown = texts(nb, "interview-followups")
+    shown = texts(nb, "interview-answer") + texts(nb, "interview-followups")
     gb = {s: planner.plan(70e9, 64, s)["device_total"] / 1e9 for s in ("zero1", "zero2", "zero3")}
     assert f"that is {gb['zero1']:.0f}, {gb['zero2']:.0f} and\n{gb['zero3']:.1f} GB" in shown, shown[:1200]
-    assert "momentum 1 - 1/M - 0.94 for these 16" in shown
-    for key in ("v100-fp16", "t4-fp16", "a100-bf16", "tensor-core-alignment"):
+    assert "momentum 1 - 1/M, which is 0.94 for these 16" in shown
+    for key in ("v100-fp16", "t4-fp16", "a100-bf16", "tensor-core-alignment", "h100-mig"):
         assert published.get(key).cite in shown, key
 

@@ -11,8 +11,6 @@ published figures. Writes results/interview_followups.json.
 
 import argparse
 
-import torch
-
 from benchmarks.common import machine, table, write_result
 from trainlab import published
 from trainlab.data import DataConfig, DeviceLoader, load_images
@@ -20,20 +18,13 @@ from trainlab.debugging import followups
 from trainlab.device import resolve_device
 from trainlab.distributed import planner, scaling
 from trainlab.kernels import overheads
-from trainlab.models import ModelConfig, build_model
 from trainlab.sparse import cost, encoding, workload
 
 
 def debugging_figures(device):
     images = load_images(DataConfig())
     loader = DeviceLoader(images.train_x, images.train_y, 64, mean=images.mean, std=images.std, device=device)
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(name="cnn", width=16)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    for _, (x, y) in zip(range(30), loader):
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
+    model = followups.trained_cnn(loader, device)
     x, y = next(iter(loader))
     held = next(iter(DeviceLoader(images.test_x, images.test_y, 256, mean=images.mean, std=images.std, device=device,
                                   train=False)))

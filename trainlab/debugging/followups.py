@@ -2,6 +2,7 @@
 what it names, how far activations drift through depth under each initialisation, and how much a
 BatchNorm model's predictions depend on train() or eval() mode.
 
+    model = trained_cnn(loader, device)          # the workbook's CNN after 30 SGD steps
     cost = anomaly_mode(model, x, y)             # {"slowdown": 2.1, "named": "LogBackward0", ...}
     scales = activation_scale_by_init()          # {"N(0, 1)": 3e9, "PyTorch default": 0.04, "Kaiming": 0.9}
     modes = train_vs_eval(model, x, y)           # share of predictions a batch's other images change
@@ -15,14 +16,25 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils import benchmark
+
+from trainlab import timing
+from trainlab.models import ModelConfig, build_model
 
 
-def _median_s(fn, min_run_time=0.3):
-    return benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_time).median
+def trained_cnn(loader, device, steps=30, seed=0, width=16):
+    """The workbook's CNN after `steps` SGD steps on the loader's batches: predictions that differ between
+    images, and BatchNorm running statistics away from their start."""
+    torch.manual_seed(seed)
+    model = build_model(ModelConfig(name="cnn", width=width)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for _, (x, y) in zip(range(steps), loader):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    return model
 
 
-def anomaly_mode(model, x, y, min_run_time=0.3):
+def anomaly_mode(model, x, y, repeats=15):
     """One forward-backward timed plain and under `torch.autograd.detect_anomaly()` (the ratio), and
     the backward op anomaly mode names on lab nan_2's hand-written KL divergence, sum(t * log(t / p)),
     against one-hot targets: where t = 0 the forward is 0 * log 0 = NaN, and the backward of that log
@@ -37,7 +49,10 @@ def anomaly_mode(model, x, y, min_run_time=0.3):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled", once per call
-        plain, anomalous = _median_s(step, min_run_time), _median_s(step_under_anomaly, min_run_time)
+        # interleaved: a machine that slows down part way slows both alike, so the ratio stands
+        timed = timing.interleaved({"plain": step, "anomaly": step_under_anomaly}, device=x.device, repeats=repeats,
+                                   flush=False)
+        plain, anomalous = timed["plain"].median, timed["anomaly"].median
         t = F.one_hot(y, 10).float()  # targets with exact zeros
         named = None
         try:

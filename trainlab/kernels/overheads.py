@@ -7,10 +7,11 @@ how far a float32 sum moves when only its order changes (why atomics make a kern
 """
 
 import torch
-from torch.utils import benchmark
+
+from trainlab import timing
 
 
-def per_call_s(device="cpu", calls=100, min_run_time=0.2):
+def per_call_s(device="cpu", calls=100, repeats=20):
     """Seconds per operator call on a tensor too small to cost any arithmetic: the Python, dispatcher
     and (on a GPU) launch overhead every call of a step pays."""
     x = torch.zeros(1, device=device)
@@ -18,10 +19,8 @@ def per_call_s(device="cpu", calls=100, min_run_time=0.2):
     def many():
         for _ in range(calls):
             x.add_(1.0)
-        if x.is_cuda:
-            torch.cuda.synchronize()
 
-    return benchmark.Timer(stmt="many()", globals={"many": many}).blocked_autorange(min_run_time=min_run_time).median / calls
+    return timing.measure(many, device=device, repeats=repeats, flush=False).median / calls
 
 
 def order_difference(n=1 << 20, seed=0):

@@ -5,8 +5,9 @@
         hub.restart()                                    # the hub alone; servers and proxy keep running
 
 The hub runs with the test-only spawner (no isolation between learners: one Unix user here), as the
-make target's SPAWNER=test. Every process it started - proxy, services, learners' servers and kernels,
-which outlive a restart by design - is stopped on exit.
+make target's SPAWNER=test, unless given another (test_hub_users.py: SPAWNER=users, from a clone others
+can read). Every process it started - proxy, services, learners' servers and kernels, which outlive a
+restart by design - is stopped on exit.
 """
 
 import os
@@ -32,8 +33,10 @@ def hub_environment_missing():
 
 
 class RoomHub:
-    def __init__(self, folder, learners, instructors=("ines",), start_timeout=180):  # a busy 2-core machine
+    def __init__(self, folder, learners, instructors=("ines",), start_timeout=180,  # a busy 2-core machine
+                 spawner="test", repo=REPO, make_args=()):
         self.folder = Path(folder)
+        self.spawner, self.repo, self.make_args = spawner, Path(repo), list(make_args)
         self.roster = self.folder / "room.toml"
         self.roster.write_text(f"instructors = {list(instructors)!r}\nlearners = {list(learners)!r}\n".replace("'", '"'))
         self.state = self.folder / "state"
@@ -48,11 +51,11 @@ class RoomHub:
 
     def command(self):
         return ["make", "--no-print-directory", "-s", "hub", f"ROSTER={self.roster}", f"HUB_STATE={self.state}",
-                f"PORT={self.port}", "SPAWNER=test"]
+                f"PORT={self.port}", f"SPAWNER={self.spawner}", *self.make_args]
 
     def start(self):
         with self.log.open("a") as log:
-            self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.command(), cwd=self.repo, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
@@ -126,8 +129,9 @@ class RoomHub:
             runner.kill_tree(self.proc, grace=5)
 
 
-def server_environment(hub, learner, timeout=60):
-    """The environment a learner's Jupyter server gives its kernels (JUPYTERHUB_API_TOKEN included)."""
+def server_process(hub, learner, timeout=60):
+    """(pid, environment) of a learner's Jupyter server: the environment it gives its kernels
+    (JUPYTERHUB_API_TOKEN included)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in runner.descendants(hub.proc.pid):
@@ -138,9 +142,13 @@ def server_environment(hub, learner, timeout=60):
                 continue
             env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
             if env.get("JUPYTERHUB_USER") == learner and b"jupyterhub.singleuser" in cmd:
-                return env
+                return pid, env
         time.sleep(0.5)
     raise AssertionError(f"no Jupyter server for {learner} after {timeout} s:\n{hub.log_tail()}")
+
+
+def server_environment(hub, learner, timeout=60):
+    return server_process(hub, learner, timeout)[1]
 
 
 def wait_for_server(session, hub, learner, timeout=90):

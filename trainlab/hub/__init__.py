@@ -9,6 +9,7 @@ instructor's room view. One job per module:
     `state.py`     the one state folder: database, cookie secret, proxy token, records
     `limits.py`    memory and process limits per learner, from the workbook's own measurements
     `spawners.py`  how each learner is kept apart (systemd dynamic users, Unix users, or test-only none)
+    `cgroups.py`   the Unix-user route's memory and process cap: a cgroup per learner
     `scopes.py`    who may do what: the roles and scopes of learners, instructors and the culler
     `config.py`    the JupyterHub configuration built from the above (jupyterhub_config.py calls it)
     `safety.py`    what makes a room unsafe or unable to start (an address without TLS, no node)

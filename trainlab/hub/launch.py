@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from trainlab import paths
-from trainlab.hub import config, roster, spawners, state
+from trainlab.hub import config, limits, roster, spawners, state
 from trainlab.hub.safety import check_address, find_proxy
 
 CONFIG_FILE = paths.REPO / "hub" / "jupyterhub_config.py"
@@ -69,6 +69,8 @@ def main(argv=None):
     scheme = "https" if settings.ssl_cert else "http"
     print(f"trainlab hub: {len(people.learners)} learner(s), instructor(s) {', '.join(people.instructors)}; "
           f"{scheme}://{settings.ip}:{settings.port}/ ; room view at /services/room/ ; state in {settings.state}")
+    if settings.spawner == "users":
+        print(f"trainlab hub: {spawners.memory_cap_said(limits.per_learner(settings.cpu_limit))}", file=sys.stderr)
     if settings.spawner == "test":
         print("trainlab hub: WARNING --spawner test gives NO isolation between learners (one Unix user for all): "
               "for tests on one machine only", file=sys.stderr)

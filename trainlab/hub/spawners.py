@@ -5,7 +5,8 @@
   as PID 1 and root.
 - `users` (JupyterHub's LocalProcessSpawner): each learner is a real Unix user, created from the
   roster (`useradd`, home 0700), the server started as that user, so nobody reads another's files.
-  Process count is capped per user (RLIMIT_NPROC); memory is NOT capped (no cgroups): watch it.
+  Memory and process count are capped per learner by a cgroup the hub makes (cgroups.py); where the
+  kernel gives it none (no writable /sys/fs/cgroup), only the process count is, and the hub says so.
   Needs root, and the environment and clone readable by other users (not under /root).
 - `test` (SimpleLocalProcessSpawner): NO isolation - every learner runs as the hub's own user, homes
   under the state folder. Only for the single-machine test and the load benchmark; the hub says so
@@ -19,6 +20,8 @@ import subprocess
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
+
+from trainlab.hub import cgroups
 
 KINDS = ("systemd", "users", "test")
 
@@ -74,19 +77,50 @@ def unreadable_by_others(paths):
 
 
 class LimitedUnixUserSpawner(LocalProcessSpawner):
-    """LocalProcessSpawner (real Unix users) with a per-user process cap."""
+    """LocalProcessSpawner (real Unix users); each learner's server in their own cgroup, capped in memory and
+    processes (cgroups.py), where the kernel lets the hub make one; else processes alone (RLIMIT_NPROC)."""
 
-    tasks_max = 512
+    limits = None  # limits.Limits, set by configure()
+
+    async def start(self):
+        self.cgroup = learner_cgroup(self.user.name, self.limits, self.log)
+        return await super().start()
+
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        if getattr(self, "cgroup", None) is not None:
+            self.cgroup.remove()
 
     def make_preexec_fn(self, name):
         become_user = super().make_preexec_fn(name)
-        cap = self.tasks_max
+        group, cap = self.cgroup, self.limits.tasks_max
 
         def preexec():
+            if group is not None:
+                group.join()  # as root, before the uid changes; the kernel, checks and ranks are born in it
             resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))  # counted per uid: one learner's threads
             become_user()
 
         return preexec
+
+
+def learner_cgroup(name, limits, log):
+    """The learner's cgroup with their limits set, or None (logged) where cgroups are unavailable."""
+    try:
+        return cgroups.LearnerCgroup.for_learner(name).create(limits.memory_limit_mb, limits.tasks_max)
+    except cgroups.CgroupUnavailable as exc:
+        log.warning("%s's memory is NOT capped (%s): only their process count is", name, exc)
+        return None
+
+
+def memory_cap_said(limits):
+    """One line for the hub's start: whether the users route caps each learner's memory here, and how."""
+    try:
+        group = cgroups.LearnerCgroup.for_learner("probe")
+    except cgroups.CgroupUnavailable as exc:
+        return f"WARNING learners' memory is NOT capped on this machine ({exc}): watch it (docs/instructor.md)"
+    return f"each learner's server in its own cgroup (v{group.version}): memory {limits.memory_limit_mb} MB, " \
+           f"{limits.tasks_max} processes and threads"
 
 
 class TestOnlySpawner(SimpleLocalProcessSpawner):
@@ -106,7 +140,7 @@ def configure(c, kind, state, limits):
         c.SystemdSpawner.unit_extra_properties = {"TasksMax": str(limits.tasks_max)}
     elif kind == "users":
         c.JupyterHub.spawner_class = LimitedUnixUserSpawner
-        LimitedUnixUserSpawner.tasks_max = limits.tasks_max
+        LimitedUnixUserSpawner.limits = limits
     elif kind == "test":
         c.JupyterHub.spawner_class = TestOnlySpawner
         c.TestOnlySpawner.home_dir_template = str(Path(state) / "homes" / "{username}")

@@ -1,0 +1,55 @@
+"""The users spawner's per-learner cap: a learner's cgroup stops their process above its memory limit and
+refuses threads beyond its process limit, and leaves a process within both alone."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from trainlab.hub import cgroups
+
+ALLOCATE = "b = bytearray({mb} * 2**20)  # zero-filled: every page touched\nprint('allocated')"
+THREADS = "import threading, time\nfor _ in range({n}): threading.Thread(target=time.sleep, args=(2,)).start()\nprint('started')"
+
+
+@pytest.fixture
+def group():
+    try:
+        made = cgroups.LearnerCgroup.for_learner(f"test-{os.getpid()}").create(memory_mb=96, tasks_max=24)
+    except cgroups.CgroupUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI's machine is expected to give root writable cgroups: {exc}")
+        pytest.skip(f"no writable cgroups here ({exc}): the users spawner caps processes alone and the hub says so")
+    yield made
+    made.remove()
+
+
+def run_in(group, code):
+    return subprocess.run([sys.executable, "-c", code], preexec_fn=group.join, capture_output=True, text=True, timeout=60)
+
+
+def test_a_learners_cgroup_kills_their_process_above_the_memory_limit_and_no_other(group):
+    assert group.memory_limit_mb() == 96
+    within = run_in(group, ALLOCATE.format(mb=32))
+    assert within.returncode == 0 and "allocated" in within.stdout, within.stderr
+    above = run_in(group, ALLOCATE.format(mb=400))
+    assert above.returncode == -9 and "allocated" not in above.stdout  # the OOM killer, inside the group alone
+    assert not group.contains(os.getpid())  # the test itself (the hub, in use) never joined
+
+
+def test_a_learners_cgroup_refuses_threads_beyond_its_process_limit(group):
+    assert run_in(group, THREADS.format(n=8)).returncode == 0
+    fork_bomb = run_in(group, THREADS.format(n=64))
+    assert fork_bomb.returncode != 0 and "can't start new thread" in fork_bomb.stderr
+
+
+@pytest.mark.parametrize("text, controller, path", [
+    ("12:memory:/docker/abc\n11:pids:/docker/abc\n0::/\n", "memory", "docker/abc"),
+    ("4:memory:/process_api/45f4\n8:pids:/\n0::/\n", "pids", ""),
+    ("0::/user.slice/session-3.scope\n", "", "user.slice/session-3.scope"),
+    ("0::/user.slice\n", "memory", None),  # v2 only: no v1 memory hierarchy
+])
+def test_the_learners_groups_sit_under_the_hubs_own(tmp_path, text, controller, path):
+    (tmp_path / "cgroup").write_text(text)
+    assert cgroups.own_path(controller, tmp_path / "cgroup") == path

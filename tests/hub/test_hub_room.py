@@ -8,11 +8,12 @@ test_hub_browser.py (make test-full).
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, wait_for_server
+from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, server_process, wait_for_server
 from trainlab import labs
 from trainlab.paths import REPO
 
@@ -129,3 +130,24 @@ def test_make_hub_with_unix_users_refuses_an_environment_other_users_cannot_read
         pytest.skip("the environment and clone are readable by other users here")
     done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "SPAWNER=users")
     assert done.returncode != 0 and "cannot read" in done.stderr and "CACHE=" in done.stderr, done.stderr
+
+
+@pytest.mark.full
+def test_an_idle_learners_server_is_culled_and_their_work_kept_for_the_next_login(hub_environment, tmp_path):
+    """jupyterhub-idle-culler runs as the room's service: a server idle past --cull-idle is stopped, the
+    learner's edits stay in their home, and logging in again starts a server on the same working copy."""
+    with RoomHub(tmp_path, learners=["ana"], make_args=["HUB_ARGS=--cull-idle 20"]) as hub:
+        ana, _ = hub.login("ana", "ana-first-password")
+        wait_for_server(ana, hub, "ana")
+        pid, _ = server_process(hub, "ana")
+        notes = hub.state / "homes" / "ana" / "trainlab" / "my-notes.txt"
+        notes.write_text("the loss goes NaN at step 40")
+        deadline = time.monotonic() + 120  # idle 20 s, the culler looks every 10 s
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert not Path(f"/proc/{pid}").exists(), f"ana's idle server still runs after 120 s:\n{hub.log_tail()}"
+        assert "Culling server ana" in hub.log_tail(100_000), hub.log_tail()  # jupyterhub-idle-culler's own line
+        assert notes.read_text() == "the loss goes NaN at step 40"
+        ana.get(f"{hub.url}/hub/spawn", timeout=60)  # her next visit: the home page's Start button
+        wait_for_server(ana, hub, "ana")
+        assert server_process(hub, "ana")[0] != pid and notes.exists()

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -85,7 +86,7 @@ class Learner(threading.Thread):
     def __init__(self, hub, name, delay, source, stop):
         super().__init__(daemon=True)
         self.hub, self.name, self.delay, self.source, self.stop = hub, name, delay, source, stop
-        self.hub_ms, self.result, self.error, self.server_mb = [], None, None, None
+        self.hub_ms, self.result, self.error, self.server_mb, self.check = [], None, None, None, None
 
     def timed(self, session, path):
         start = time.perf_counter()
@@ -103,8 +104,9 @@ class Learner(threading.Thread):
             env["TRAINLAB_PROGRESS_DIR"] = str(self.hub.folder / f"{self.name}-progress")
             sampler = threading.Thread(target=self.sample, args=(session,), daemon=True)
             sampler.start()
-            check = subprocess.Popen([sys.executable, "-c", CHECK], env=env, cwd=REPO, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.check = check = subprocess.Popen([sys.executable, "-c", CHECK], env=env, cwd=REPO, text=True,
+                                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                  stderr=subprocess.PIPE, start_new_session=True)
             self.server_mb = max(rss_mb(pid) for pid in self.server_pids())
             usage, pipes = TreeUsage(check.pid), threading.Thread(target=self.talk, args=(check,), daemon=True)
             pipes.start()
@@ -165,13 +167,18 @@ def run_room(n, stagger, source, folder):
         watcher.start()
         learners = [Learner(hub, name, i * stagger, source, stop) for i, name in enumerate(names)]
         start = time.perf_counter()
-        for learner in learners:
-            learner.start()
-        for learner in learners:
-            learner.join(timeout=3600)
-        room_s = time.perf_counter() - start
-        time.sleep(6)  # one more refresh of the view after the last record
-        stop.set()
+        try:
+            for learner in learners:
+                learner.start()
+            for learner in learners:
+                learner.join(timeout=3600)
+            room_s = time.perf_counter() - start
+            time.sleep(6)  # one more refresh of the view after the last record
+        finally:  # interrupted (Ctrl+C, SIGTERM) or not: no check left running; RoomHub stops the hub's processes
+            stop.set()
+            for learner in learners:
+                if learner.check is not None:
+                    runner.kill_tree(learner.check, grace=2)
         watcher.join(timeout=60)
     done = [x.result for x in learners if x.result]
     hub_ms = [ms for x in learners for ms in x.hub_ms]
@@ -214,9 +221,10 @@ def sizing_section(result):
                      f"{r['server_mb_median']:.0f} + {r['check_peak_mb_median']:.0f} | {r['check_cpu_s_median']:.0f} | "
                      f"{r['check_wall_s_median']:.0f} ({r['check_wall_s_max']:.0f}) |")
     last = result["rooms"][-1]
+    dates = sorted({r.get("date", result["date"]) for r in result["rooms"]})
     per_learner = (last["server_mb_median"] + last["check_peak_mb_median"]) / 1024
     return "\n".join([
-        f"Measured by `python -m benchmarks.hub_load` on {result['date']}: {m['cores']} cores ({m['cpu']}), the "
+        f"Measured by `python -m benchmarks.hub_load` on {' and '.join(dates)}: {m['cores']} cores ({m['cpu']}), the "
         f"test-only spawner, learners logging in {last['stagger_s']:.0f} s apart, each running one check "
         f"({m['check']}) and stopping." + (f" {m['conditions']}" if m.get("conditions") else ""),
         "", *lines, "",
@@ -258,8 +266,19 @@ NOTE = ("{cores} cores: the checks queue - a check needs its CPU seconds, and wi
 
 
 def save(rooms, conditions=""):
-    cores = os.cpu_count()
-    write_result("hub_load", {"date": time.strftime("%Y-%m-%d"), "machine": {
+    """Write the record: this run's rooms, and the sizes an earlier run measured that this one did not
+    (`--sizes 24` after 8 and 16 adds a row; each room keeps the date it was measured)."""
+    cores, today = os.cpu_count(), time.strftime("%Y-%m-%d")
+    rooms = [{**r, "date": r.get("date", today)} for r in rooms]
+    try:
+        earlier = json.loads((RESULTS / "hub_load.json").read_text())
+        if earlier["machine"]["cores"] == cores:  # figures from another machine are not kept beside these
+            rooms += [{**r, "date": r.get("date", earlier["date"])} for r in earlier["rooms"]
+                      if r["learners"] not in {x["learners"] for x in rooms}]
+    except (FileNotFoundError, KeyError, json.JSONDecodeError):
+        pass
+    rooms.sort(key=lambda r: r["learners"])
+    write_result("hub_load", {"date": today, "machine": {
         "cpu": platform.processor() or platform.machine(), "cores": cores, "python": platform.python_version(),
         "spawner": "test (no isolation, one Unix user)", "check": f"start/warmup, correct alternative {FIX!r}",
         "conditions": conditions}, "note": NOTE.format(cores=cores), "rooms": rooms})
@@ -277,6 +296,7 @@ def main(argv=None):
     missing = hub_environment_missing()
     if missing:
         sys.exit(f"hub_load: {missing}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("hub_load: stopped (SIGTERM); what was measured is saved"))
     source = next(e for e in checks.get("start/warmup").corpus if e.name == FIX).edit.apply("start/warmup")
     rooms = []
     for n in args.sizes:

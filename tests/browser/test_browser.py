@@ -2,7 +2,8 @@
 Playwright, each notebook's widgets operated as a learner operates them.
 
 `make test` runs each learner notebook's cells tagged `browser` (its widgets, an exercise cell,
-a hint and what they need), `make test-full` every cell. A screenshot of each widget at work
+a hint and what they need) - for 01 its diagnosis walk, the panel and the locked cells in CI's rest -
+and `make test-full` every cell. A screenshot of each widget at work
 goes to build/browser/. Without Chromium the tests skip with one line saying how to install it;
 under CI=true a missing browser fails (`.ci/run` installs it). `make test-browser` runs them alone.
 """
@@ -289,6 +290,7 @@ def ask_for_help(s, pattern, button, expected):
     wait_for(lambda: expected in s.nb.output_text(s.index(pattern)), timeout=120, message=f"{button!r} to show {expected!r}")
 
 
+@pytest.mark.full  # CI's rest: make test keeps 01's diagnosis walk in the browser (the panel and locks are unit-tested)
 def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser_opens_a_lab(open_notebook):
     from trainlab.debugging.panel import HypothesisPanel
 
@@ -367,6 +369,7 @@ def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wro
     s.assert_no_errors()
 
 
+@pytest.mark.full  # CI's rest: make test keeps 01's diagnosis walk in the browser (the panel and locks are unit-tested)
 def test_notebook_01_what_explains_a_fix_stays_locked_until_the_fix_passes(open_notebook):
     s = open_notebook("01_debugging.ipynb", only=[r"^%%lab debugging/slow_3", r"slow3-after-fix"])
     nb = s.nb

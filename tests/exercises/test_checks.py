@@ -5,6 +5,7 @@ each is judged against the solution measured in that same run.
 """
 
 import os
+import time
 
 import pytest
 
@@ -124,6 +125,23 @@ def test_a_slow_machine_stretches_budgets_and_every_variant_gets_a_report():
     assert reports["solution"]["status"] == reports["slower"]["status"] == reports["after"]["status"] == "ok"
     assert reports["endless"]["status"] == "timeout"
     assert "3x the solution run on this machine" in reports["endless"]["error"]
+
+
+def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeypatch):
+    """A room of learners checking at once: a budget (even one from a cached reference, timed when the machine
+    was idle) grows with the runnable processes per core, and a variant stopped anyway says by how much."""
+    from trainlab.checks import measure
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    for load, factor in ((8.0, 4.0), (0.5, 1.0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert measure.load_factor() == factor
+    monkeypatch.setattr(measure, "load_factor", lambda: 4.0)
+    started = time.perf_counter()
+    endless = measure.run_variants([{"name": "endless", "source": SLEEPY.format(sleep=5.0), "max_steps": 10,
+                                     "budget_s": 0.5}])["endless"]
+    assert endless["status"] == "timeout" and "x4.0 for the machine's load" in endless["error"], endless
+    assert "stopped after 2 s" in endless["error"] and time.perf_counter() - started < 60
 
 
 def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_changes(tmp_path, monkeypatch):

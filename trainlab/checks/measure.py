@@ -21,7 +21,9 @@ data makes a new key.
 One child for many variants: one torch import and one data load. Each variant has a time
 budget: its own `budget_s`, or - when it names a `reference` variant that has run - SCALE times
 what the reference took on this machine plus SLACK_S, so a busy or slow machine slows the
-budgets with the work. A variant over its budget is stopped and reported as "timeout" with the
+budgets with the work - and, stretched by the machine's load now (`load_factor`), so a reference
+served from the cache, timed when the machine was idle, does not time out a room of learners
+checking at once. A variant over its budget is stopped and reported as "timeout" with the
 budget it had; the variants after it run in a new child. Used by the exercise checks
 (`trainlab.checks.lab`), the hypothesis panel and notebook 01; verdicts are computed in the
 parent, never here.
@@ -127,6 +129,19 @@ def _store(variant, device, max_train, report):
         pass
 
 
+def load_factor():
+    """Runnable processes per core over the last minute, at least 1: on 2 cores with 8 checks running, each
+    run takes about 4x its idle time, whatever the reference it is compared with took."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        return max(1.0, os.getloadavg()[0] / cores)
+    except OSError:  # no load average on this platform
+        return 1.0
+
+
 def budget(variant, reports, timeout, slack_s=SLACK_S):
     """Seconds the variant may take: its own budget, scaled up by its reference's measured time."""
     seconds = variant.get("budget_s", timeout)
@@ -150,15 +165,18 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             state = _read(report)
             running, started = state.get("running"), state.get("started")
             if running and started:
-                allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s)
+                load = load_factor()
+                allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s) * load
                 if time.time() - started > allowed:
                     reference = by_name[running].get("reference")
-                    why = f" ({SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s)" if reference \
+                    why = f"{SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s" if reference \
                         and reference in {**done, **state["variants"]} else ""
-                    return f"stopped after {allowed:.0f} s, its time budget{why}"
+                    why = "; ".join(filter(None, [why, f"x{load:.1f} for the machine's load" if load > 1.05 else ""]))
+                    return f"stopped after {allowed:.0f} s, its time budget" + (f" ({why})" if why else "")
             return None
 
-        safety = sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120  # the watchdog stops it long before
+        # the watchdog stops a variant long before; this only bounds a child whose watchdog cannot
+        safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * max(4.0, load_factor())
         result = runner.run_python(module="trainlab.checks.measure", args=[spec, report], timeout=safety, stream=stream,
                                    watchdog=watchdog)
         if on_progress is not None:

@@ -23,8 +23,19 @@ def test_a_fix_that_does_not_run_is_reported_with_its_error_and_fails(tmp_path, 
 
 @pytest.mark.parametrize("args, said", [(["nope", "x.py"], "no exercise named 'nope'"),
                                         (["start/warmup", "missing.py"], "no file missing.py"),
-                                        (["start/warmup"], "give an exercise and a file")])
+                                        (["start/warmup"], "give an exercise and a file"),
+                                        (["--warm", "start/warmup", "nope"], "no exercise named 'nope'")])
 def test_a_wrong_name_or_file_says_what_is_wrong(capsys, args, said):
     with pytest.raises(SystemExit) as exited:
         main(args)
     assert exited.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.full
+def test_warming_checks_a_solution_and_leaves_its_reference_run_for_the_next_check(capsys, tmp_path, monkeypatch):
+    from trainlab.checks import measure
+
+    monkeypatch.setattr(measure, "CACHE", tmp_path / "measure-cache")  # an empty cache: the solution really runs
+    assert main(["--warm", "start/warmup"]) == 0
+    assert capsys.readouterr().out.startswith("start/warmup: passes (")
+    assert list((tmp_path / "measure-cache").glob("*.json")), "the reference run was not cached"

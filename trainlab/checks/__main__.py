@@ -3,16 +3,23 @@ working in their own editor.
 
     python -m trainlab.checks debugging/nan_2 my_train.py     # the verdict; exit status 0 when it passes
     python -m trainlab.checks --list                          # every exercise's name
+    python -m trainlab.checks --warm [EXERCISE ...]           # every solution checked once: a room's pre-flight
 
 The file holds what the `%%lab NAME` cell would (the whole script). The verdict is printed and not
 recorded: nothing is written to anyone's progress or sent to a room.
+
+`--warm`, run by the clone's owner before a workshop, checks every exercise's solution on this machine
+(each must pass) and so leaves their reference runs in build/measure-cache. Learners who run as their
+own Unix users cannot write there, but they read it: each of their checks then runs their fix alone,
+not the solution's reference run as well.
 """
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from trainlab import checks
+from trainlab import checks, labs
 
 
 def main(argv=None):
@@ -20,10 +27,17 @@ def main(argv=None):
     parser.add_argument("exercise", nargs="?", help="the exercise's name, as in its %%%%lab cell (debugging/nan_2)")
     parser.add_argument("file", nargs="?", help="the fixed script")
     parser.add_argument("--list", action="store_true", help="list every exercise's name and exit")
+    parser.add_argument("--warm", nargs="*", metavar="EXERCISE",
+                        help="check every exercise's solution (or these) once; exit status 0 when all pass")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(checks.exercises.everything()))
         return 0
+    if args.warm is not None:
+        try:
+            return warm(args.warm or list(checks.exercises.everything()))
+        except KeyError as exc:
+            parser.error(exc.args[0])
     if not args.exercise or not args.file:
         parser.error("give an exercise and a file (or --list)")
     try:
@@ -36,6 +50,23 @@ def main(argv=None):
     verdict = exercise.verdict(path.read_text())
     print(verdict)
     return 0 if verdict.passed else 1
+
+
+def warm(names):
+    """Check each exercise's solution; print one line each and the verdict of any that fails."""
+    exercises = [checks.get(name) for name in names]  # every name known before the first run
+    failed = []
+    for exercise in exercises:
+        start = time.perf_counter()
+        verdict = exercise.verdict(labs.source(exercise.lab, fixed=True))
+        print(f"{exercise.name}: {'passes' if verdict.passed else verdict.kind} ({time.perf_counter() - start:.0f} s)",
+              flush=True)
+        if not verdict.passed:
+            failed.append(exercise.name)
+            print(verdict)
+    if failed:
+        print(f"{len(failed)} of {len(exercises)} solutions did not pass on this machine: {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -133,6 +133,7 @@ def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeyp
     from trainlab.checks import measure
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(measure, "_runnable_now", lambda: 0)
     for load, factor in ((8.0, 4.0), (0.5, 1.0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert measure.load_factor() == factor
@@ -142,6 +143,9 @@ def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeyp
                                      "budget_s": 0.5}])["endless"]
     assert endless["status"] == "timeout" and "x4.0 for the machine's load" in endless["error"], endless
     assert "stopped after 2 s" in endless["error"] and time.perf_counter() - started < 60
+    assert measure.child_threads() == 1  # a busy machine: one thread a child, none spinning while it waits
+    monkeypatch.setattr(measure, "load_factor", lambda: 1.0)
+    assert measure.child_threads() == (os.cpu_count() or 1)
 
 
 def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_changes(tmp_path, monkeypatch):

@@ -130,16 +130,33 @@ def _store(variant, device, max_train, report):
 
 
 def load_factor():
-    """Runnable processes per core over the last minute, at least 1: on 2 cores with 8 checks running, each
-    run takes about 4x its idle time, whatever the reference it is compared with took."""
+    """Runnable processes per core - now, or over the last minute if more - at least 1: on 2 cores with 8 checks
+    running, each run takes about 4x its idle time, whatever the reference it is compared with took."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
     try:
-        return max(1.0, os.getloadavg()[0] / cores)
+        return max(1.0, os.getloadavg()[0] / cores, _runnable_now() / cores)
     except OSError:  # no load average on this platform
         return 1.0
+
+
+def _runnable_now():
+    """Processes runnable at this instant, this one left out (/proc/loadavg's fourth field); the minute's
+    average lags a room that has just started checking."""
+    try:
+        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def child_threads():
+    """Torch threads for a measuring child: every core on a free machine, one on a busy one (more runnable
+    processes than cores, as when a room of learners checks at once): there each extra thread only waits for
+    a core, and spins while it waits, so the same run costs several times the CPU of one thread."""
+    cores = os.cpu_count() or 1
+    return 1 if load_factor() > 1.0 else cores
 
 
 def budget(variant, reports, timeout, slack_s=SLACK_S):
@@ -178,7 +195,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
         # the watchdog stops a variant long before; this only bounds a child whose watchdog cannot
         safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * max(4.0, load_factor())
         result = runner.run_python(module="trainlab.checks.measure", args=[spec, report], timeout=safety, stream=stream,
-                                   watchdog=watchdog)
+                                   watchdog=watchdog, env={"OMP_NUM_THREADS": str(child_threads())})
         if on_progress is not None:
             _publish(progress, seen, on_progress)
         return _read(report), result

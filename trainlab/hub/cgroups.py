@@ -4,7 +4,9 @@ systemd caps a learner's unit itself (MemoryMax, TasksMax). With plain Unix user
 learner's runaway allocation would take the machine and every other learner's kernel with it. So, as
 root, the hub makes one cgroup per learner under its own (so a container's own limit still holds
 above them): cgroup v2 where it is mounted with the memory and pids controllers, else cgroup v1's
-memory and pids hierarchies. The learner's server joins it before it drops to the learner's uid, and
+memory and pids hierarchies. On v2 the hub's own cgroup must be free to delegate them (the root of a
+container's cgroup namespace is; a systemd service's cgroup is not - use the systemd spawner there):
+where the kernel refuses, `make hub` says memory is not capped. The learner's server joins it before it drops to the learner's uid, and
 every process it starts - kernel, checks, notebook 02's ranks - stays in it: above the limit the
 kernel's OOM killer stops a process of that learner alone.
 
@@ -21,8 +23,12 @@ PARENT = "trainlab"  # every learner's group sits under <the hub's own cgroup>/t
 
 
 def own_path(controller, proc_cgroup="/proc/self/cgroup"):
-    """This process's cgroup path for a v1 controller, or for v2 (controller "")."""
-    for line in Path(proc_cgroup).read_text().splitlines():
+    """This process's cgroup path for a v1 controller, or for v2 (controller ""); None if it has none."""
+    try:
+        lines = Path(proc_cgroup).read_text().splitlines()
+    except OSError:  # no /proc: no cgroups to use
+        return None
+    for line in lines:
         _, controllers, path = line.split(":", 2)
         if controller in controllers.split(",") or (controller == "" and controllers == ""):
             return path.lstrip("/")
@@ -30,11 +36,12 @@ def own_path(controller, proc_cgroup="/proc/self/cgroup"):
 
 
 def _v2_base():
-    """The hub's own v2 cgroup folder, if v2 is mounted at ROOT with memory and pids available."""
-    controllers = ROOT / "cgroup.controllers"
-    if not controllers.exists() or not {"memory", "pids"} <= set(controllers.read_text().split()):
+    """The hub's own v2 cgroup folder, if v2 is mounted at ROOT with memory and pids available in it."""
+    path = own_path("")
+    controllers = ROOT / (path or "") / "cgroup.controllers"
+    if path is None or not controllers.exists() or not {"memory", "pids"} <= set(controllers.read_text().split()):
         return None
-    return ROOT / (own_path("") or "")
+    return ROOT / path
 
 
 def _v1_bases():
@@ -86,6 +93,9 @@ class LearnerCgroup:
                 for folder in self.folders.values():
                     folder.mkdir(parents=True, exist_ok=True)
                 (self.folders["memory"] / "memory.limit_in_bytes").write_text(str(memory_mb * 2**20))
+                swap = self.folders["memory"] / "memory.memsw.limit_in_bytes"  # memory plus swap, where swap is counted
+                if swap.exists():
+                    swap.write_text(str(memory_mb * 2**20))  # after the memory limit: it may not be below it
                 (self.folders["pids"] / "pids.max").write_text(str(tasks_max))
         except OSError as exc:
             raise CgroupUnavailable(f"cannot create {self.folders['memory']}: {exc}") from exc

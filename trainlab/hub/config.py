@@ -85,7 +85,7 @@ def apply(c, settings):
         "PYTHONPATH": str(paths.REPO),  # the workbook's package, installed once for everyone
         "TRAINLAB_ROOM_URL": f"http://127.0.0.1:{room_port(settings)}/services/{ROOM}/",
     }
-    c.Spawner.mem_limit = f"{per_learner.memory_limit_mb}M"  # enforced by systemd; informational elsewhere
+    c.Spawner.mem_limit = f"{per_learner.memory_limit_mb}M"  # systemd enforces it; the users route by cgroups.py
     c.Spawner.server_token_scopes = SERVER_TOKEN  # checks post records with it
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 90

@@ -115,8 +115,9 @@ def learner_cgroup(name, limits, log):
 
 def memory_cap_said(limits):
     """One line for the hub's start: whether the users route caps each learner's memory here, and how."""
-    try:
-        group = cgroups.LearnerCgroup.for_learner("probe")
+    try:  # made and removed, as a learner's spawn makes one: the kernel may refuse to delegate the controllers
+        group = cgroups.LearnerCgroup.for_learner("trainlab-probe").create(limits.memory_limit_mb, limits.tasks_max)
+        group.remove()
     except cgroups.CgroupUnavailable as exc:
         return f"WARNING learners' memory is NOT capped on this machine ({exc}): watch it (docs/instructor.md)"
     return f"each learner's server in its own cgroup (v{group.version}): memory {limits.memory_limit_mb} MB, " \

@@ -35,9 +35,10 @@ def main(argv=None):
         return 0
     if args.warm is not None:
         try:
-            return warm(args.warm or list(checks.exercises.everything()))
+            exercises = [checks.get(name) for name in args.warm or checks.exercises.everything()]
         except KeyError as exc:
             parser.error(exc.args[0])
+        return warm([e.name for e in exercises])
     if not args.exercise or not args.file:
         parser.error("give an exercise and a file (or --list)")
     try:

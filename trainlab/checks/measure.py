@@ -132,10 +132,7 @@ def _store(variant, device, max_train, report):
 def load_factor():
     """Runnable processes per core - now, or over the last minute if more - at least 1: on 2 cores with 8 checks
     running, each run takes about 4x its idle time, whatever the reference it is compared with took."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
+    cores = _cores()
     try:
         return max(1.0, os.getloadavg()[0] / cores, _runnable_now() / cores)
     except OSError:  # no load average on this platform
@@ -152,11 +149,21 @@ def _runnable_now():
 
 
 def child_threads():
-    """Torch threads for a measuring child: every core on a free machine, one on a busy one (more runnable
-    processes than cores, as when a room of learners checks at once): there each extra thread only waits for
-    a core, and spins while it waits, so the same run costs several times the CPU of one thread."""
-    cores = os.cpu_count() or 1
-    return 1 if load_factor() > 1.0 else cores
+    """Torch threads for a measuring child: every core on a free machine (or OMP_NUM_THREADS if set lower), one
+    on a busy one (half again as many runnable processes as cores, as when a room of learners checks at once):
+    there each extra thread only waits for a core, and spins while it waits, so the same run costs several
+    times the CPU of one thread."""
+    cores = _cores()
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    cores = min(cores, int(given)) if given.isdigit() and int(given) > 0 else cores
+    return 1 if load_factor() > 1.5 else cores
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def budget(variant, reports, timeout, slack_s=SLACK_S):
@@ -174,7 +181,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
         spec.write_text(json.dumps({"variants": variants, "device": str(device), "max_train": max_train,
                                     "progress": str(progress) if on_progress else None}))
         by_name = {v["name"]: v for v in variants}
-        seen = {"progress": None}
+        seen = {"progress": None, "load": {}}  # the highest load seen while each variant ran: a budget never shrinks
 
         def watchdog():
             if on_progress is not None:
@@ -182,7 +189,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             state = _read(report)
             running, started = state.get("running"), state.get("started")
             if running and started:
-                load = load_factor()
+                load = seen["load"][running] = max(seen["load"].get(running, 1.0), load_factor())
                 allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s) * load
                 if time.time() - started > allowed:
                     reference = by_name[running].get("reference")
@@ -193,7 +200,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             return None
 
         # the watchdog stops a variant long before; this only bounds a child whose watchdog cannot
-        safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * max(4.0, load_factor())
+        safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * load_factor()
         result = runner.run_python(module="trainlab.checks.measure", args=[spec, report], timeout=safety, stream=stream,
                                    watchdog=watchdog, env={"OMP_NUM_THREADS": str(child_threads())})
         if on_progress is not None:

@@ -106,6 +106,8 @@ class Learner(threading.Thread):
             env["TRAINLAB_PROGRESS_DIR"] = str(self.hub.folder / f"{self.name}-progress")
             sampler = threading.Thread(target=self.sample, args=(session,), daemon=True)
             sampler.start()
+            if self.stop.is_set():  # the room was stopped while this learner logged in: start nothing
+                return
             self.check = check = subprocess.Popen([sys.executable, "-c", CHECK], env=env, cwd=REPO, text=True,
                                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                   stderr=subprocess.PIPE, start_new_session=True)
@@ -250,7 +252,9 @@ def sizing_section(result):
                "(its memory cgroup's count): its checks died as errors" for r in result["rooms"] if r.get("oom_kills")]
     failed += [f"N = {r['learners']} was {r['stopped']}" for r in result["rooms"] if r.get("stopped")]
     lines += ["", "What went wrong: " + "; ".join(failed) + "."] if failed else []
-    last = [r for r in result["rooms"] if r["checks_done"]][-1]  # the rules come from the largest room that checked
+    # the rules come from the largest room whose checks all came back (none lost to errors or the OOM killer)
+    clean = [r for r in result["rooms"] if r["checks_done"] and not r["errors"] and not r.get("oom_kills")]
+    last = (clean or [r for r in result["rooms"] if r["checks_done"]] or result["rooms"])[-1]
     dates = sorted({r.get("date", result["date"]) for r in result["rooms"]})
     per_learner = (last["server_mb_median"] + last["check_peak_mb_median"]) / 1024
     return "\n".join([
@@ -297,6 +301,9 @@ def said_conditions(rooms):
 
 
 def hub_line(rooms):
+    rooms = [r for r in rooms if r["hub_ms"]["p95"] is not None and r["view_refresh_ms"]["p95"] is not None]
+    if not rooms:
+        return "- The hub's response time was not measured: no room ran long enough to sample it."
     worst = max(rooms, key=lambda r: r["hub_ms"]["p95"])
     verdict = "The hub is not the limit" if worst["hub_ms"]["p95"] < 1000 else "The hub slows down"
     return (f"- **{verdict}**: its p95 response time was at most {worst['hub_ms']['p95']:.0f} ms (at N = "

@@ -15,6 +15,7 @@ import pytest
 
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, server_process, wait_for_server
 from trainlab import labs
+from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO
 
 
@@ -124,8 +125,7 @@ def test_the_hub_configuration_keeps_its_state_in_one_folder_and_lets_in_only_th
 def test_make_hub_with_unix_users_refuses_an_environment_other_users_cannot_read(hub_environment, tmp_path):
     """Learners' servers run as their own users: an environment under /root (0700) would fail each spawn."""
     (tmp_path / "room.toml").write_text('instructors = ["ines"]\nlearners = ["ana"]\n')
-    blocked = [p for p in (os.environ["TRAINLAB_HUB_PYTHON"], str(REPO))
-               if any(not (q.stat().st_mode & 0o001) for q in [Path(p), *Path(p).parents] if q.exists())]
+    blocked = unreadable_by_others([os.environ["TRAINLAB_HUB_PYTHON"], REPO])
     if not blocked:
         pytest.skip("the environment and clone are readable by other users here")
     done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "SPAWNER=users")

@@ -22,7 +22,8 @@ import pytest
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_process, wait_for_server
 from tests.hub.test_hub_room import CHECK
 from trainlab import labs
-from trainlab.hub import cgroups, limits  # not spawners: it imports jupyterhub, which lives in the hub's environment
+from trainlab.hub import cgroups, limits
+from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO
 
 pytestmark = pytest.mark.full
@@ -35,7 +36,7 @@ def readable_python():
     """A Python of this version that other users can run: this one's base, else the distribution's."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for candidate in (Path(sys.base_prefix) / "bin" / version, Path("/usr/bin") / version):
-        if candidate.exists() and all(p.stat().st_mode & 0o001 for p in [candidate.resolve(), *candidate.resolve().parents]):
+        if candidate.exists() and not unreadable_by_others([candidate.resolve()]):
             return candidate
     return None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from trainlab import paths
 from trainlab.hub import config, limits, roster, spawners, state
-from trainlab.hub.safety import check_address, find_proxy
+from trainlab.hub.safety import check_address, find_proxy, unreadable_by_others
 
 CONFIG_FILE = paths.REPO / "hub" / "jupyterhub_config.py"
 
@@ -50,7 +50,7 @@ def settings_from(args):
         raise SystemExit(f"make hub: {problem}")
     kind = spawners.choose(args.spawner)
     if kind in ("users", "systemd"):  # learners' servers run as unprivileged users: they must read the workbook
-        blocked = spawners.unreadable_by_others([sys.executable, paths.REPO])
+        blocked = unreadable_by_others([sys.executable, paths.REPO])
         if blocked:
             raise SystemExit(f"make hub: learners run as their own users and cannot read {blocked[0]}: put the "
                              "clone and the environments where they can (e.g. `make hub CACHE=/opt/trainlab` from a "

@@ -2,6 +2,7 @@
 
 - A non-loopback address without TLS: learners' passwords would cross the network in clear text.
 - No node, or no configurable-http-proxy: JupyterHub's proxy cannot start.
+- A clone or environment other users cannot read: learners' servers, run as them, could not start.
 """
 
 import ipaddress
@@ -41,3 +42,14 @@ def find_proxy():
         raise SystemExit("configurable-http-proxy is not installed: `make hub` installs it with `npm ci` from "
                          "package-lock.json (or set TRAINLAB_HUB_PROXY to its path)")
     return proxy
+
+
+def unreadable_by_others(paths):
+    """The paths (or a folder above one) that other users cannot reach: learners' servers run as them."""
+    blocked = []
+    for path in paths:
+        for part in [Path(path), *Path(path).parents]:
+            if part.exists() and not part.stat().st_mode & 0o001:
+                blocked.append(str(part))
+                break
+    return blocked

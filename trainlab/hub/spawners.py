@@ -65,17 +65,6 @@ def ensure_unix_users(names):
     return created
 
 
-def unreadable_by_others(paths):
-    """The paths (or a folder above one) that other users cannot reach: learners' servers run as them."""
-    blocked = []
-    for path in paths:
-        for part in [Path(path), *Path(path).parents]:
-            if part.exists() and not part.stat().st_mode & 0o001:
-                blocked.append(str(part))
-                break
-    return blocked
-
-
 class LimitedUnixUserSpawner(LocalProcessSpawner):
     """LocalProcessSpawner (real Unix users); each learner's server in their own cgroup, capped in memory and
     processes (cgroups.py), where the kernel lets the hub make one; else processes alone (RLIMIT_NPROC)."""

@@ -93,12 +93,19 @@ class RoomHub:
                 continue
         raise RuntimeError("no jupyterhub process under make hub")
 
-    def restart(self):
-        """Stop the hub alone (as Ctrl+C on its process would), then run `make hub` again on the same state."""
+    def stop_hub(self):
+        """Stop the hub alone, as Ctrl+C on its process would: the proxy, servers and kernels keep running."""
         self.remember()
         os.kill(self.jupyterhub_pid(), signal.SIGTERM)
         self.proc.wait(timeout=60)
+
+    def restart(self):
+        """Stop the hub alone, then run `make hub` again on the same state."""
+        self.stop_hub()
         return self.start()
+
+    def proxy_pid(self):
+        return int((self.state / "jupyterhub-proxy.pid").read_text())
 
     def login(self, name, password):
         """A requests session logged in as name (the first login sets the password); (session, response)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, server_process, wait_for_server
-from trainlab import labs
+from trainlab import labs, runner
 from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO
 
@@ -78,6 +78,16 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         refused = ana.get(f"{hub.url}/services/room/grid.json", timeout=30)  # learners: no view, and told why
         assert refused.status_code == 403 and "for the instructors; ana is a learner" in refused.text, refused.text
         assert (hub.state / "records" / "ana.jsonl").exists()
+
+        # the hub stops (Ctrl+C): ana's server still answers her through the proxy, and the restarted hub
+        # adopts that proxy, routes and all, instead of replacing it (no moment without a route)
+        proxy = hub.proxy_pid()
+        hub.stop_hub()
+        assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200
+        hub.start()
+        assert hub.proxy_pid() == proxy and "Adopting the proxy still running" in hub.log_tail(20_000)
+        assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200
+        assert ines.get(f"{hub.url}/services/room/grid.json", timeout=30).status_code == 200
 
 
 APPLY = """
@@ -151,3 +161,55 @@ def test_an_idle_learners_server_is_culled_and_their_work_kept_for_the_next_logi
         ana.get(f"{hub.url}/hub/spawn", timeout=60)  # her next visit: the home page's Start button
         wait_for_server(ana, hub, "ana")
         assert server_process(hub, "ana")[0] != pid and notes.exists()
+
+
+PREVIOUS = """
+import json, sys
+from trainlab.hub.proxy import KeptProxy
+proxy = KeptProxy(pid_file=sys.argv[1], api_url=f"http://127.0.0.1:{sys.argv[2]}", auth_token="ours",
+                  public_url=f"http://127.0.0.1:{sys.argv[3]}")
+print(json.dumps(proxy.previous()))
+"""
+
+
+def test_the_hub_adopts_only_its_own_proxy_and_never_signals_a_process_a_stale_pid_file_names(hub_environment, tmp_path):
+    """After a reboot the proxy's pid file may name an unrelated process: JupyterHub alone would SIGTERM it;
+    the room's proxy class calls the file stale and leaves the process be. A proxy that does not take the
+    room's token is replaced, not adopted (adopting the room's own proxy: the login test above)."""
+    pid_file = tmp_path / "jupyterhub-proxy.pid"
+    api, public = runner.free_port(), runner.free_port()
+
+    def previous():
+        done = subprocess.run([os.environ["TRAINLAB_HUB_PYTHON"], "-c", PREVIOUS, str(pid_file), str(api), str(public)],
+                              cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return __import__("json").loads(done.stdout)
+
+    assert previous()[0] == "none"  # no pid file
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        pid_file.write_text(str(bystander.pid))
+        assert previous() == ["stale", bystander.pid, "it is not configurable-http-proxy"]
+    finally:
+        bystander.kill()
+        bystander.wait()
+    assert previous()[0] == "none"  # a pid no process has
+
+    other = subprocess.Popen([os.environ["TRAINLAB_HUB_PROXY"], "--ip", "127.0.0.1", "--port", str(public),
+                              "--api-ip", "127.0.0.1", "--api-port", str(api)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**os.environ, "CONFIGPROXY_AUTH_TOKEN": "another room's"})
+    try:
+        pid_file.write_text(str(other.pid))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # node starting
+            try:
+                __import__("socket").create_connection(("127.0.0.1", api), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        action, pid, why = previous()
+        assert (action, pid) == ("replace", other.pid) and "403" in why, why
+    finally:
+        other.kill()
+        other.wait()

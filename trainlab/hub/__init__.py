@@ -12,6 +12,7 @@ instructor's room view. One job per module:
     `cgroups.py`   the Unix-user route's memory and process cap: a cgroup per learner
     `scopes.py`    who may do what: the roles and scopes of learners, instructors and the culler
     `config.py`    the JupyterHub configuration built from the above (jupyterhub_config.py calls it)
+    `proxy.py`     the proxy a restarted hub adopts (learners' routes never drop)
     `safety.py`    what makes a room unsafe or unable to start (an address without TLS, no node)
     `launch.py`    the command line (`__main__.py`): refuses what is unsafe, then runs jupyterhub
     `singleuser.py` each learner's server: their working copy in their home, then Jupyter

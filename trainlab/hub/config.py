@@ -9,7 +9,8 @@ set, and why:
   learners may reach the room (their checks post records with their server's token), only instructors
   hold `custom:trainlab-room:view`;
 - servers and proxy outlive a hub restart (`cleanup_servers`, `cleanup_proxy` off; the proxy's token
-  kept in the state folder), so restarting the hub loses no learner's kernel.
+  kept in the state folder), so restarting the hub loses no learner's kernel; the restarted hub adopts
+  the running proxy (`proxy.py`), so no learner's page loses its server for a moment either.
 """
 
 import os
@@ -70,6 +71,7 @@ def apply(c, settings):
     c.ConfigurableHTTPProxy.auth_token = state.secret(folder, "proxy_auth_token")
     c.ConfigurableHTTPProxy.pid_file = str(folder / "jupyterhub-proxy.pid")
     c.ConfigurableHTTPProxy.command = [proxy_command()]
+    c.JupyterHub.proxy_class = "trainlab.hub.proxy.KeptProxy"  # a restarted hub adopts the running proxy
 
     c.JupyterHub.authenticator_class = "firstuseauthenticator.FirstUseAuthenticator"
     c.FirstUseAuthenticator.create_users = False  # no open sign-up: roster names only

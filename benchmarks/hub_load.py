@@ -29,10 +29,10 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, table, write_result
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, wait_for_server
-from trainlab import checks, runner
+from trainlab import checks, oom, runner
 from trainlab.checks import measure
 from trainlab.checks.__main__ import warm
-from trainlab.hub import cgroups, limits
+from trainlab.hub import limits
 from trainlab.paths import REPO
 
 FIX = "step, then clear the gradients"  # start/warmup's correct alternative: a real check run, never cached
@@ -212,15 +212,9 @@ def run_room(n, stagger, source, folder):
 
 
 def oom_kills():
-    """Processes the out-of-memory killer has stopped in this process's memory cgroup so far (None if unknown):
-    a room that outgrows the machine's memory loses checks to it."""
-    try:
-        v1 = cgroups.own_path("memory")
-        text = ((cgroups.ROOT / "memory" / v1 / "memory.oom_control") if v1 is not None else
-                (cgroups.ROOT / (cgroups.own_path("") or "") / "memory.events")).read_text()
-        return int(dict(line.split() for line in text.splitlines())["oom_kill"])
-    except (OSError, KeyError, ValueError):
-        return None
+    """Processes the out-of-memory killer has stopped in this process's memory cgroup (else the machine) so far,
+    None if unknown: a room that outgrows the machine's memory loses checks to it."""
+    return oom.kills()
 
 
 def reference_cached():

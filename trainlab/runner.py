@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import paths, warmstart
+from trainlab import oom, paths, warmstart
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 
@@ -60,6 +60,7 @@ class Result:
     failed_rank: int | None = None  # multi-rank runs: the first rank that failed
     error: str = ""  # one line: what went wrong
     retried_after: str = ""  # multi-rank runs launched twice: why the first launch failed (see run_distributed)
+    killed_from_outside: str = ""  # the out-of-memory killer stopped it, or its fork server went away
 
     @property
     def ok(self):
@@ -241,7 +242,7 @@ def _first_cause(output, failures):
 def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None):
     """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
     (or when watchdog() returns a reason)."""
-    start = time.perf_counter()
+    start, oom_kills = time.perf_counter(), oom.kills()
     if warmstart.enabled() and warmstart.parse(cmd) and warmstart.agrees(env):  # forked from a server with torch imported
         proc = output = warmstart.WarmChild(cmd, env, cwd)
     else:
@@ -265,6 +266,10 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     chunks.append(output.close())  # what was written after the last read
     output = b"".join(chunks).decode(errors="replace")
     result = Result(None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped))
+    if not stopped and result.returncode != 0:
+        result.killed_from_outside = oom.explain(oom_kills, result.returncode, output) or (
+            "the warm-start server that forked it (torch imported once for every child) was killed while it ran; "
+            "the next run starts a new one" if getattr(proc, "server_lost", False) else "")
     if stopped and stopped is not True:
         result.error = stopped
     return result
@@ -406,6 +411,8 @@ def last_error_line(text):
 def _describe_failure(result, detail):
     if result.timed_out:
         return f"timed out after {result.wall_s:.0f} s and was stopped (whole process tree killed)"
+    if result.killed_from_outside:
+        return f"{detail}: {result.killed_from_outside}" if detail else result.killed_from_outside
     code = result.returncode
     if code is not None and code < 0:
         return f"killed by signal {signal.Signals(-code).name}" + (f"; {detail}" if detail else "")

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 import traceback
+from pathlib import Path
 
 PRELOAD = ["torch", "torch._dynamo", "torch.distributed.run"]
 
@@ -141,6 +142,16 @@ def _server():
     return _context
 
 
+def _server_alive():
+    """The fork server process exists and is not a zombie (waiting on it here would steal multiprocessing's
+    own check, which restarts a dead server)."""
+    pid = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    try:
+        return pid is not None and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def agrees(env):
     """Whether a child with this environment can be forked from the server: the variables read at
     import time have the server's values (otherwise it starts as a fresh interpreter)."""
@@ -216,6 +227,11 @@ class WarmChild:
         if self.returncode is None:
             self.returncode = self._process.exitcode
         return self.returncode
+
+    @property
+    def server_lost(self):
+        """multiprocessing reports 255 when the fork server, not the child, went away (killed for memory, say)."""
+        return self.returncode == 255 and not _server_alive()
 
     def wait(self, timeout=None):
         self._process.join(timeout)

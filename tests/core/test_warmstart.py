@@ -79,6 +79,17 @@ def test_errors_and_signals_read_as_from_a_fresh_interpreter(monkeypatch):
     assert warm.returncode == cold.returncode == 1 and "a message" in warm.output
 
 
+def test_a_child_lost_with_its_fork_server_says_so_and_the_next_child_gets_a_new_server():
+    """multiprocessing reports exit code 255 when the fork server dies (the OOM killer's usual pick in a
+    crowded room: it holds torch): the error names the server, not a bare code; the next run starts one."""
+    lost = runner.run_python(source="import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(20)",
+                             stream=False, timeout=60)
+    assert lost.returncode == 255 and lost.wall_s < 15, lost
+    assert "warm-start server that forked it" in lost.error and "killed" in lost.error, lost.error
+    again = runner.run_python(source="import sys; print('torch' in sys.modules)", stream=False, timeout=60)
+    assert again.ok and again.output.strip() == "True", again.output
+
+
 def test_only_this_interpreters_python_commands_start_warm():
     assert warmstart.parse([sys.executable, "-m", "trainlab.measure", "a"]) == ("trainlab.measure", ["trainlab.measure", "a"])
     assert warmstart.parse([sys.executable, "train.py", "--steps", "3"]) == (None, ["train.py", "--steps", "3"])

@@ -36,6 +36,33 @@ def test_a_learners_cgroup_kills_their_process_above_the_memory_limit_and_no_oth
     assert not group.contains(os.getpid())  # the test itself (the hub, in use) never joined
 
 
+KERNEL = """
+import json, sys
+from trainlab import runner
+result = runner.run_python(source=sys.argv[1], stream=False, timeout=60)
+print(json.dumps({"returncode": result.returncode, "error": result.error}))
+"""
+
+
+def test_a_check_killed_for_memory_says_so_and_names_the_limit():
+    """A learner's kernel in their group runs a child that outgrows it: the runner's error says the
+    out-of-memory killer stopped it and names the group's limit, not a bare SIGKILL."""
+    try:  # room for the kernel (trainlab imports torch: 720 MB here), not for the child's 2 GB too
+        group = cgroups.LearnerCgroup.for_learner(f"test-oom-{os.getpid()}").create(memory_mb=1500, tasks_max=96)
+    except cgroups.CgroupUnavailable as exc:
+        pytest.skip(f"no writable cgroups here ({exc})")
+    try:
+        kernel = subprocess.run([sys.executable, "-c", KERNEL, ALLOCATE.format(mb=2048)], preexec_fn=group.join,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "TRAINLAB_WARM_START": "0"})  # a fresh child: the largest process
+    finally:
+        group.remove()
+    assert kernel.returncode == 0, kernel.stdout + kernel.stderr[-2000:]
+    seen = __import__("json").loads(kernel.stdout.splitlines()[-1])
+    assert seen["returncode"] == -9, seen
+    assert "out-of-memory killer" in seen["error"] and "their limit of 1500 MB" in seen["error"], seen["error"]
+
+
 def test_a_learners_cgroup_refuses_threads_beyond_its_process_limit(group):
     assert run_in(group, THREADS.format(n=8)).returncode == 0
     fork_bomb = run_in(group, THREADS.format(n=64))

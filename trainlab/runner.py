@@ -73,12 +73,20 @@ class Result:
         return self
 
 
+def usable_cores():
+    """The cores this process may run on (a container's or taskset's share, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def child_env(extra=None):
     """The parent's environment plus the repository on PYTHONPATH (children import trainlab)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.REPO), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"  # stream lines as they are printed
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1))))
+    env.setdefault("OMP_NUM_THREADS", str(usable_cores()))
     env.update({k: str(v) for k, v in (extra or {}).items()})
     return env
 

@@ -132,7 +132,7 @@ def _store(variant, device, max_train, report):
 def load_factor():
     """Runnable processes per core - now, or over the last minute if more - at least 1: on 2 cores with 8 checks
     running, each run takes about 4x its idle time, whatever the reference it is compared with took."""
-    cores = _cores()
+    cores = runner.usable_cores()
     try:
         return max(1.0, os.getloadavg()[0] / cores, _runnable_now() / cores)
     except OSError:  # no load average on this platform
@@ -153,17 +153,10 @@ def child_threads():
     on a busy one (half again as many runnable processes as cores, as when a room of learners checks at once):
     there each extra thread only waits for a core, and spins while it waits, so the same run costs several
     times the CPU of one thread."""
-    cores = _cores()
+    cores = runner.usable_cores()
     given = os.environ.get("OMP_NUM_THREADS", "")
     cores = min(cores, int(given)) if given.isdigit() and int(given) > 0 else cores
     return 1 if load_factor() > 1.5 else cores
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def budget(variant, reports, timeout, slack_s=SLACK_S):

@@ -25,8 +25,8 @@ def _scope():
     if v1 is not None and (ROOT / "memory" / v1 / "memory.oom_control").exists():
         folder = ROOT / "memory" / v1
         return folder / "memory.oom_control", _limit(folder / "memory.limit_in_bytes")
-    v2 = own_path("")
-    if v2 and (ROOT / v2 / "memory.events").exists():  # the root of a v2 tree has no memory.events
+    v2 = own_path("")  # "" in a v2 cgroup namespace's root (a container): its memory.events is the container's
+    if v2 is not None and (ROOT / v2 / "memory.events").exists():  # the host's root has none
         return ROOT / v2 / "memory.events", _limit(ROOT / v2 / "memory.max")
     return VMSTAT, None
 

@@ -12,7 +12,8 @@ point TRAINLAB_PROGRESS_DIR at a temporary folder, so they never write a user's 
 
 On a room's JupyterHub (`make hub`), the learner is the hub's user (JUPYTERHUB_USER) and each record
 is also posted to the room view (TRAINLAB_ROOM_URL, set by the hub) with the learner's own hub API
-token; the local file stays the learner's copy, and a room that cannot be reached costs no verdict.
+token; the local file stays the learner's copy, and a room that cannot be reached costs no verdict: what it
+missed is sent with the next check.
 """
 
 import argparse
@@ -27,9 +28,10 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
-from trainlab import labs, modules
+from trainlab import atomic, labs, modules
 
 RECORDS = "records.jsonl"
+SENT = "room-sent"  # how many of them the room view has stored (a hub restart can miss some)
 
 
 def folder():
@@ -75,24 +77,37 @@ def record(verdict, now=None):
         os.write(fd, (json.dumps(entry) + "\n").encode())
     finally:
         os.close(fd)
-    send_to_room(entry)
+    send_to_room()
     return entry
 
 
-def send_to_room(entry, timeout=5):
-    """Post a record to the room view when the hub says where it is; True if it was stored."""
+def send_to_room(timeout=5):
+    """Post this learner's records the room view has not stored yet, oldest first, when the hub says where it is:
+    a record made while the hub restarted goes with the next check. True if every record is in the room."""
     url, token = os.environ.get("TRAINLAB_ROOM_URL"), os.environ.get("JUPYTERHUB_API_TOKEN")
     if not (url and token):
         return False
-    request = urllib.request.Request(url.rstrip("/") + "/api/records", data=json.dumps(entry).encode(), method="POST",
-                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    records, sent_file = load(), folder() / SENT
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status == 201
-    except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
-        warnings.warn(f"the room view did not receive this record ({exc}); it is kept in {folder() / RECORDS}",
-                      stacklevel=3)
-        return False
+        sent = int(sent_file.read_text())
+    except (OSError, ValueError):
+        sent = 0  # the room stores a record sent twice once
+    for entry in records[sent:]:
+        request = urllib.request.Request(url.rstrip("/") + "/api/records", data=json.dumps(entry).encode(),
+                                         method="POST", headers={"Authorization": f"token {token}",
+                                                                 "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                stored = response.status == 201
+        except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
+            warnings.warn(f"the room view did not receive {len(records) - sent} record(s) ({exc}); they are kept in "
+                          f"{folder() / RECORDS} and sent with your next check", stacklevel=3)
+            return False
+        if not stored:
+            return False
+        sent += 1
+        atomic.write_text(sent_file, str(sent))
+    return True
 
 
 def status(records, exercises):

@@ -14,6 +14,7 @@ with its error line.
 import concurrent.futures
 import contextlib
 import json
+import math
 import os
 import re
 import selectors
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import oom, paths, warmstart
+from trainlab.hub import cgroups
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 
@@ -74,11 +76,14 @@ class Result:
 
 
 def usable_cores():
-    """The cores this process may run on (a container's or taskset's share, not the host's count)."""
+    """The cores this process may use: those it may run on (taskset, a container's cpuset), fewer if its cgroup's
+    CPU quota allows less (systemd's CPUQuota, docker --cpus, a learner's server in a room)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = cgroups.cpu_quota()
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
 
 
 def child_env(extra=None):
@@ -275,9 +280,12 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     output = b"".join(chunks).decode(errors="replace")
     result = Result(None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped))
     if not stopped and result.returncode != 0:
+        lost = getattr(proc, "server_lost", False)
+        if lost:
+            proc.kill_session()
         result.killed_from_outside = oom.explain(oom_kills, result.returncode, output) or (
-            "the warm-start server that forked it (torch imported once for every child) was killed while it ran; "
-            "the next run starts a new one" if getattr(proc, "server_lost", False) else "")
+            "the warm-start server that forked it (torch imported once for every child) was killed while it ran, "
+            "and the child with it; the next run starts a new server" if lost else "")
     if stopped and stopped is not True:
         result.error = stopped
     return result

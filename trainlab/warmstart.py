@@ -143,12 +143,14 @@ def _server():
 
 
 def _server_alive():
-    """The fork server process exists and is not a zombie (waiting on it here would steal multiprocessing's
-    own check, which restarts a dead server)."""
+    """The fork server has not exited. Asked with WNOWAIT: reaping it here would steal multiprocessing's own
+    check, which starts a new server once the old one is gone."""
     pid = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return False
     try:
-        return pid is not None and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # not ours to ask (already reaped): gone
         return False
 
 
@@ -230,8 +232,23 @@ class WarmChild:
 
     @property
     def server_lost(self):
-        """multiprocessing reports 255 when the fork server, not the child, went away (killed for memory, say)."""
-        return self.returncode == 255 and not _server_alive()
+        """multiprocessing reports 255 when the fork server, not the child, went away (killed for memory, say).
+        Its death is noticed a moment before the kernel marks it exited: asked for up to 0.2 s."""
+        if self.returncode != 255:
+            return False
+        deadline = time.monotonic() + 0.2
+        while _server_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not _server_alive()
+
+    def kill_session(self):
+        """SIGKILL the child's session: with its fork server gone, nothing else knows the child still runs (it
+        leads its own session, so its process group id is its pid)."""
+        try:
+            if os.getsid(self.pid) == self.pid:
+                os.killpg(self.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def wait(self, timeout=None):
         self._process.join(timeout)

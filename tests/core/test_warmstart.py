@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -79,13 +80,36 @@ def test_errors_and_signals_read_as_from_a_fresh_interpreter(monkeypatch):
     assert warm.returncode == cold.returncode == 1 and "a message" in warm.output
 
 
+def process_state(pid):
+    """R, S, Z (exited, its new parent has not reaped it yet: here PID 1 is no init) ..., or gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+KILL_MY_FORK_SERVER = """
+import os, signal, sys, time
+if b"forkserver" not in open(f"/proc/{os.getppid()}/cmdline", "rb").read():
+    sys.exit("not forked from the warm server")  # never kill a parent that is not the server
+print("child", os.getpid(), flush=True)
+os.kill(os.getppid(), signal.SIGKILL)
+time.sleep(20)
+"""
+
+
 def test_a_child_lost_with_its_fork_server_says_so_and_the_next_child_gets_a_new_server():
     """multiprocessing reports exit code 255 when the fork server dies (the OOM killer's usual pick in a
     crowded room: it holds torch): the error names the server, not a bare code; the next run starts one."""
-    lost = runner.run_python(source="import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(20)",
-                             stream=False, timeout=60)
+    lost = runner.run_python(source=KILL_MY_FORK_SERVER, stream=False, timeout=60)
     assert lost.returncode == 255 and lost.wall_s < 15, lost
     assert "warm-start server that forked it" in lost.error and "killed" in lost.error, lost.error
+    pid = int(lost.output.split("child ")[1].split()[0])
+    deadline = time.monotonic() + 5  # SIGKILL is delivered, not instant
+    while process_state(pid) not in ("gone", "Z") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process_state(pid) in ("gone", "Z"), process_state(pid)  # the orphaned child was killed too
     again = runner.run_python(source="import sys; print('torch' in sys.modules)", stream=False, timeout=60)
     assert again.ok and again.output.strip() == "True", again.output
 

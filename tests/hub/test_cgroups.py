@@ -52,7 +52,8 @@ def test_a_check_killed_for_memory_says_so_and_names_the_limit():
     except cgroups.CgroupUnavailable as exc:
         pytest.skip(f"no writable cgroups here ({exc})")
     try:
-        kernel = subprocess.run([sys.executable, "-c", KERNEL, ALLOCATE.format(mb=2048)], preexec_fn=group.join,
+        grow = "open('/proc/self/oom_score_adj', 'w').write('1000')  # the killer's first pick\n" + ALLOCATE.format(mb=2048)
+        kernel = subprocess.run([sys.executable, "-c", KERNEL, grow], preexec_fn=group.join,
                                 capture_output=True, text=True, timeout=120,
                                 env={**os.environ, "TRAINLAB_WARM_START": "0"})  # a fresh child: the largest process
     finally:
@@ -78,3 +79,24 @@ def test_a_learners_cgroup_refuses_threads_beyond_its_process_limit(group):
 def test_the_learners_groups_sit_under_the_hubs_own(tmp_path, text, controller, path):
     (tmp_path / "cgroup").write_text(text)
     assert cgroups.own_path(controller, tmp_path / "cgroup") == path
+
+
+@pytest.mark.parametrize("files, cores", [
+    ({"cpu.max": "200000 100000\n"}, 2.0),  # v2, systemd's CPUQuota=200%
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu/g/cpu.cfs_quota_us": "150000\n", "cpu/g/cpu.cfs_period_us": "100000\n"}, 1.5),  # v1, docker --cpus 1.5
+    ({"cpu/g/cpu.cfs_quota_us": "-1\n", "cpu/g/cpu.cfs_period_us": "100000\n"}, None),
+])
+def test_a_cpu_quota_caps_the_cores_children_are_given(tmp_path, monkeypatch, files, cores):
+    from trainlab import runner
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    v1 = any(name.startswith("cpu/") for name in files)
+    monkeypatch.setattr(cgroups, "ROOT", tmp_path)
+    monkeypatch.setattr(cgroups, "own_path", lambda controller: ("g" if v1 and controller == "cpu" else
+                                                                 None if v1 or controller else ""))
+    assert cgroups.cpu_quota() == cores
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert runner.usable_cores() == (16 if cores is None else int(-(-cores // 1)))

@@ -82,6 +82,7 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         # the hub stops (Ctrl+C): ana's server still answers her through the proxy, and the restarted hub
         # adopts that proxy, routes and all, instead of replacing it (no moment without a route)
         proxy = hub.proxy_pid()
+        assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200  # her login, cached 5 min
         hub.stop_hub()
         assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200
         hub.start()

@@ -182,3 +182,53 @@ def test_the_rooms_records_merge_as_exported_records_do(tmp_path):
     records.add("ben", clean(json.dumps(rec("x", "start/warmup", "incorrect", 1, 0)), "ben"))
     rows = progress.merge(sorted(tmp_path.glob("*.jsonl")), exercises=["start/warmup"])
     assert [(r["learner"], r["status"]) for r in rows] == [("ana", "passed"), ("ben", "attempted")]
+
+
+def test_records_the_room_missed_go_with_the_next_check_and_are_stored_once(tmp_path, monkeypatch):
+    """A check made while the hub restarts cannot reach the room view: it is kept, sent with the next check,
+    and the view stores a record sent twice (its first answer lost) once."""
+    import http.server
+    import threading
+
+    from trainlab.hub.records import clean
+
+    stored, state = Records(tmp_path / "room"), {"up": False}
+    (tmp_path / "room").mkdir()
+
+    class View(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if not state["up"]:  # the hub restarting: the proxy finds no room service
+                self.send_response(503)
+            else:
+                stored.add("ana", clean(body, "ana"))
+                self.send_response(201)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), View)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path / "ana"))
+    monkeypatch.setenv("TRAINLAB_LEARNER", "ana")
+    monkeypatch.setenv("TRAINLAB_ROOM_URL", f"http://127.0.0.1:{server.server_port}/services/room")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "anas-token")
+
+    class Verdict:
+        exercise, diagnosis = "start/warmup", None
+
+        def __init__(self, kind):
+            self.kind = kind
+
+    try:
+        with pytest.warns(UserWarning, match="did not receive 1 record.*sent with your next check"):
+            progress.record(Verdict("incorrect"))
+        assert stored.all() == []
+        state["up"] = True
+        progress.record(Verdict("pass"))  # the next check: both go, in order
+        assert [(r["verdict"], r["attempt"]) for r in stored.all()] == [("incorrect", 1), ("pass", 2)]
+        (tmp_path / "ana" / progress.SENT).write_text("1")  # the pass's 201 was lost: it is sent again
+        assert progress.send_to_room() and len(stored.all()) == 2
+    finally:
+        server.shutdown()

@@ -24,21 +24,27 @@ class Records:
         self._cache = {}  # path -> ((mtime, size), records)
 
     def add(self, learner, record):
+        """Store a record; False if it is already stored (a learner's kernel sends again what it could not
+        confirm, e.g. across a hub restart)."""
+        path = self.folder / f"{learner}.jsonl"
+        if path.exists() and record in self._load(path):
+            return False
         fd = os.open(self.folder / f"{learner}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (json.dumps(record) + "\n").encode())
         finally:
             os.close(fd)
+        return True
 
     def all(self):
-        records = []
-        for path in sorted(self.folder.glob("*.jsonl")):
-            stat = path.stat()
-            key = (stat.st_mtime_ns, stat.st_size)
-            if self._cache.get(path, (None,))[0] != key:
-                self._cache[path] = (key, progress.load(path))
-            records += self._cache[path][1]
-        return records
+        return [record for path in sorted(self.folder.glob("*.jsonl")) for record in self._load(path)]
+
+    def _load(self, path):
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._cache.get(path, (None,))[0] != key:
+            self._cache[path] = (key, progress.load(path))
+        return self._cache[path][1]
 
 
 def clean(body, learner):

@@ -9,6 +9,7 @@ Layers, each importing only from those above it in this list (tests/core/test_la
     `data/` `models.py` `loop.py` `record.py`     images, models, the reference loop, what a run measured
     `device.py` `compat.py`                       device and precision; torch APIs newer than 2.11
     `runner.py` `warmstart.py`                    child processes and torchrun launches, started warm
+    `cgroup.py` `oom.py`                          this process's CPU and memory limits; a child killed for memory
     `timing.py` `peaks.py` `timeline.py`          kernel timing, allocator peaks, a profiler trace's time split
     `published.py`                               published figures with their sources
     `paths.py` `atomic.py` `modules.py`           where things are, atomic writes, the modules' names

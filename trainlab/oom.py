@@ -11,37 +11,12 @@ Elsewhere it is the machine's count (/proc/vmstat).
     oom.explain(before, returncode, output)   # the reason in words, or None if the killer did not act
 """
 
-from pathlib import Path
-
-from trainlab.hub.cgroups import ROOT, own_path
-
-VMSTAT = Path("/proc/vmstat")
-UNLIMITED = 2**60  # v1 writes "no limit" as a page-rounded 2**63 - 1
-
-
-def _scope():
-    """(the file that holds the kill count, the memory limit in bytes or None) for this process."""
-    v1 = own_path("memory")
-    if v1 is not None and (ROOT / "memory" / v1 / "memory.oom_control").exists():
-        folder = ROOT / "memory" / v1
-        return folder / "memory.oom_control", _limit(folder / "memory.limit_in_bytes")
-    v2 = own_path("")  # "" in a v2 cgroup namespace's root (a container): its memory.events is the container's
-    if v2 is not None and (ROOT / v2 / "memory.events").exists():  # the host's root has none
-        return ROOT / v2 / "memory.events", _limit(ROOT / v2 / "memory.max")
-    return VMSTAT, None
-
-
-def _limit(path):
-    try:
-        value = path.read_text().strip()
-    except OSError:
-        return None
-    return int(value) if value.isdigit() and int(value) < UNLIMITED else None
+from trainlab.cgroup import memory_files
 
 
 def kills():
     """How many processes the out-of-memory killer has stopped in this process's scope; None if not known."""
-    path, _ = _scope()
+    path, _ = memory_files()
     try:
         counts = dict(line.split()[:2] for line in path.read_text().splitlines() if line.strip())
         return int(counts["oom_kill"])
@@ -55,7 +30,7 @@ def explain(before, returncode, output=""):
     after = kills() if killed and before is not None else None
     if after is None or after <= before:
         return None
-    _, limit = _scope()
+    _, limit = memory_files()
     reached = (f"the processes here (one memory cgroup) reached their limit of {limit // 2**20} MB" if limit
                else "the machine ran out of memory")
     return (f"stopped by the out-of-memory killer ({after - before} process(es) killed while it ran): {reached}. "

@@ -27,8 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import oom, paths, warmstart
-from trainlab.hub import cgroups
+from trainlab import cgroup, oom, paths, warmstart
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 
@@ -82,7 +81,7 @@ def usable_cores():
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    quota = cgroups.cpu_quota()
+    quota = cgroup.cpu_quota()
     return max(1, min(cores, math.ceil(quota))) if quota else cores
 
 

@@ -68,35 +68,3 @@ def test_a_learners_cgroup_refuses_threads_beyond_its_process_limit(group):
     assert run_in(group, THREADS.format(n=8)).returncode == 0
     fork_bomb = run_in(group, THREADS.format(n=64))
     assert fork_bomb.returncode != 0 and "can't start new thread" in fork_bomb.stderr
-
-
-@pytest.mark.parametrize("text, controller, path", [
-    ("12:memory:/docker/abc\n11:pids:/docker/abc\n0::/\n", "memory", "docker/abc"),
-    ("4:memory:/process_api/45f4\n8:pids:/\n0::/\n", "pids", ""),
-    ("0::/user.slice/session-3.scope\n", "", "user.slice/session-3.scope"),
-    ("0::/user.slice\n", "memory", None),  # v2 only: no v1 memory hierarchy
-])
-def test_the_learners_groups_sit_under_the_hubs_own(tmp_path, text, controller, path):
-    (tmp_path / "cgroup").write_text(text)
-    assert cgroups.own_path(controller, tmp_path / "cgroup") == path
-
-
-@pytest.mark.parametrize("files, cores", [
-    ({"cpu.max": "200000 100000\n"}, 2.0),  # v2, systemd's CPUQuota=200%
-    ({"cpu.max": "max 100000\n"}, None),
-    ({"cpu/g/cpu.cfs_quota_us": "150000\n", "cpu/g/cpu.cfs_period_us": "100000\n"}, 1.5),  # v1, docker --cpus 1.5
-    ({"cpu/g/cpu.cfs_quota_us": "-1\n", "cpu/g/cpu.cfs_period_us": "100000\n"}, None),
-])
-def test_a_cpu_quota_caps_the_cores_children_are_given(tmp_path, monkeypatch, files, cores):
-    from trainlab import runner
-
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    v1 = any(name.startswith("cpu/") for name in files)
-    monkeypatch.setattr(cgroups, "ROOT", tmp_path)
-    monkeypatch.setattr(cgroups, "own_path", lambda controller: ("g" if v1 and controller == "cpu" else
-                                                                 None if v1 or controller else ""))
-    assert cgroups.cpu_quota() == cores
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
-    assert runner.usable_cores() == (16 if cores is None else int(-(-cores // 1)))

@@ -16,37 +16,10 @@ kernel's OOM killer stops a process of that learner alone.
 """
 
 import os
-from pathlib import Path
 
-ROOT = Path("/sys/fs/cgroup")
+from trainlab.cgroup import ROOT, own_path
+
 PARENT = "trainlab"  # every learner's group sits under <the hub's own cgroup>/trainlab/
-
-
-def own_path(controller, proc_cgroup="/proc/self/cgroup"):
-    """This process's cgroup path for a v1 controller, or for v2 (controller ""); None if it has none."""
-    try:
-        lines = Path(proc_cgroup).read_text().splitlines()
-    except OSError:  # no /proc: no cgroups to use
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(",") or (controller == "" and controllers == ""):
-            return path.lstrip("/")
-    return None
-
-
-def cpu_quota():
-    """Cores' worth of CPU time this process's cgroup may use (v2 cpu.max, v1 cpu.cfs_quota_us over its period);
-    None without a quota. Inside a v2 cgroup namespace the process's own path is the root: "/"."""
-    v1 = own_path("cpu")
-    files = ([ROOT / "cpu" / v1 / "cpu.cfs_quota_us", ROOT / "cpu" / v1 / "cpu.cfs_period_us"] if v1 is not None
-             else [ROOT / (own_path("") or "") / "cpu.max"])
-    try:
-        numbers = " ".join(f.read_text() for f in files).split()
-        quota, period = int(numbers[0]), int(numbers[1])
-    except (OSError, ValueError, IndexError):  # "max" (v2) or no such file: no quota
-        return None
-    return quota / period if quota > 0 and period > 0 else None
 
 
 def _v2_base():

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from trainlab import paths, workspace
 from trainlab.hub import limits, roster, spawners, state
+from trainlab.hub.proxy import KeptProxy
 from trainlab.hub.scopes import CUSTOM_SCOPES, ROOM, SERVER_TOKEN, VIEW, roles
 
 ENV_PREFIX = "TRAINLAB_HUB_"
@@ -71,7 +72,7 @@ def apply(c, settings):
     c.ConfigurableHTTPProxy.auth_token = state.secret(folder, "proxy_auth_token")
     c.ConfigurableHTTPProxy.pid_file = str(folder / "jupyterhub-proxy.pid")
     c.ConfigurableHTTPProxy.command = [proxy_command()]
-    c.JupyterHub.proxy_class = "trainlab.hub.proxy.KeptProxy"  # a restarted hub adopts the running proxy
+    c.JupyterHub.proxy_class = KeptProxy  # a restarted hub adopts the running proxy
 
     c.JupyterHub.authenticator_class = "firstuseauthenticator.FirstUseAuthenticator"
     c.FirstUseAuthenticator.create_users = False  # no open sign-up: roster names only

@@ -173,6 +173,7 @@ print(json.dumps(proxy.previous()))
 """
 
 
+@pytest.mark.full
 def test_the_hub_adopts_only_its_own_proxy_and_never_signals_a_process_a_stale_pid_file_names(hub_environment, tmp_path):
     """After a reboot the proxy's pid file may name an unrelated process: JupyterHub alone would SIGTERM it;
     the room's proxy class calls the file stale and leaves the process be. A proxy that does not take the

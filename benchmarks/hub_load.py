@@ -211,12 +211,6 @@ def run_room(n, stagger, source, folder):
     }
 
 
-def oom_kills():
-    """Processes the out-of-memory killer has stopped in this process's memory cgroup (else the machine) so far,
-    None if unknown: a room that outgrows the machine's memory loses checks to it."""
-    return oom.kills()
-
-
 def reference_cached():
     """Whether start/warmup's reference run (its solution's) is in build/measure-cache: then each check runs
     the learner's fix alone; else the first checks compute the reference as well."""
@@ -358,10 +352,10 @@ def main(argv=None):
         warm(["start/warmup"])
     rooms = []
     for n in args.sizes:
-        cached, killed = reference_cached(), oom_kills()
+        cached, killed = reference_cached(), oom.kills()  # this cgroup's count, else the machine's
         with tempfile.TemporaryDirectory(prefix=f"hub-load-{n}-") as folder:
             rooms.append({**run_room(n, args.stagger, source, Path(folder)), "reference_cached": cached})
-        after = oom_kills()
+        after = oom.kills()
         rooms[-1]["oom_kills"] = None if None in (killed, after) else after - killed
         r = rooms[-1]
         print(f"N={n}: {r['checks_done']}/{n} checks, hub p50 {_f(r['hub_ms']['p50'])} ms p95 {_f(r['hub_ms']['p95'])} ms, "

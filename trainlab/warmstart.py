@@ -22,13 +22,13 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import traceback
-from pathlib import Path
 
 PRELOAD = ["torch", "torch._dynamo", "torch.distributed.run"]
 
@@ -246,7 +246,7 @@ class WarmChild:
         leads its own session, so its process group id is its pid)."""
         try:
             if os.getsid(self.pid) == self.pid:
-                os.killpg(self.pid, 9)
+                os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 

@@ -6,8 +6,8 @@ root, the hub makes one cgroup per learner under its own (so a container's own l
 above them): cgroup v2 where it is mounted with the memory and pids controllers, else cgroup v1's
 memory and pids hierarchies. On v2 the hub's own cgroup must be free to delegate them (the root of a
 container's cgroup namespace is; a systemd service's cgroup is not - use the systemd spawner there):
-where the kernel refuses, `make hub` says memory is not capped. The learner's server joins it before it drops to the learner's uid, and
-every process it starts - kernel, checks, notebook 02's ranks - stays in it: above the limit the
+where the kernel refuses, `make hub` says memory is not capped. The learner's server joins it before it
+drops to the learner's uid, and every process it starts - kernel, checks, notebook 02's ranks - stays in it: above the limit the
 kernel's OOM killer stops a process of that learner alone.
 
     group = LearnerCgroup.for_learner("ana")        # None where no writable cgroup hierarchy exists

@@ -29,7 +29,7 @@ class Records:
         path = self.folder / f"{learner}.jsonl"
         if path.exists() and record in self._load(path):
             return False
-        fd = os.open(self.folder / f"{learner}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (json.dumps(record) + "\n").encode())
         finally:

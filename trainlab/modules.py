@@ -21,6 +21,12 @@ class Module:
     training_labs: bool = False  # its labs are single-process training scripts (the doctor reads them)
 
     @property
+    def exercises(self):
+        """The module that declares its exercises (an EXERCISES tuple): what `checks.exercises` loads. The checks
+        layer sits below the modules' packages, so it reaches them only through this declaration."""
+        return f"trainlab.{self.package}.exercises"
+
+    @property
     def heading(self):
         return f"{self.number} {self.title}"
 

@@ -55,3 +55,36 @@ def test_the_check_sees_an_upward_import(tmp_path):
     bad.write_text("def f():\n    from trainlab.checks import core\n    import trainlab.debugging.investigate\n")
     assert [layer_of(t) for t in imports(bad)] == ["checks", "debugging"]
     assert LAYERS["checks"] > LAYERS["doctor"]  # so doctor/bad.py would be refused
+
+
+# A module named by a string is an import the edges above cannot see. Each place that does it says whose
+# declaration it loads, so the direction is still decided in one place.
+DYNAMIC_IMPORTS = {
+    "__init__.py": "the package root's lazy names (_LAZY), all core modules",
+    "checks/exercises.py": "each module's exercises, declared by modules.Module.exercises",
+    "distributed/launches.py": "the experiment a caller names ('package.module:function'), run in a child",
+}
+
+
+def dynamic_imports(file):
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__"):
+                yield node.lineno
+
+
+def test_imports_by_name_only_where_declared():
+    found = {file.relative_to(paths.PACKAGE).as_posix() for file in paths.PACKAGE.rglob("*.py")
+             if any(dynamic_imports(file))}
+    assert found == DYNAMIC_IMPORTS.keys(), (
+        f"imports by name in {sorted(found - DYNAMIC_IMPORTS.keys())}: import directly (the layer test reads it), "
+        f"or declare the loader in DYNAMIC_IMPORTS with whose declaration it loads; "
+        f"gone from {sorted(DYNAMIC_IMPORTS.keys() - found)}")
+
+
+def test_module_exercises_are_declared_where_the_checks_load_them():
+    declared = {module.exercises for module in modules.MODULES}
+    assert declared == {f"trainlab.{package}.exercises" for package in modules.PACKAGES}
+    for name in declared:
+        assert (paths.PACKAGE.parent / (name.replace(".", "/") + ".py")).exists(), name

@@ -14,13 +14,12 @@ from trainlab import labs, modules
 from trainlab.device import choose
 
 
-
 @functools.cache
 def everything():
     """{exercise name: exercise} for every module, in notebook order."""
     found = {}
-    for module in modules.PACKAGES:
-        for exercise in importlib.import_module(f"trainlab.{module}.exercises").EXERCISES:
+    for module in modules.MODULES:
+        for exercise in importlib.import_module(module.exercises).EXERCISES:
             found[exercise.name] = exercise
     return found
 

@@ -26,7 +26,6 @@ import tempfile
 from pathlib import Path
 
 from trainlab import runner
-from trainlab.doctor.multirank import launch_limit
 from trainlab.doctor.report import Finding, Report  # noqa: F401
 
 
@@ -59,6 +58,8 @@ def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s
                     *(["--every-experiment"] if every_experiment else []),
                     *(["--nproc-per-node", nproc_per_node] if nproc_per_node else []), script, *args]
         # the launcher's own start-up on top of what the ranks may take, so their report comes back first
+        from trainlab.doctor.multirank import launch_limit  # here: it loads torch, which `doctor.causes` must not
+
         limit = (launch_limit(time_limit_s) if nproc_per_node else 2 * time_limit_s) + 60  # run + experiments
         result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or limit, stream=stream)
         if not out.exists():

@@ -45,17 +45,8 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from trainlab.doctor.instruments.base import is_dtensor, is_sharded, wrapped_module  # noqa: F401 - re-exported
-from trainlab.doctor.instruments.captures import Captures
-from trainlab.doctor.instruments.clock import Clock
-from trainlab.doctor.instruments.formats import Formats
-from trainlab.doctor.instruments.forward import ForwardStats
-from trainlab.doctor.instruments.gradients import DETAIL_STEPS, Gradients
-from trainlab.doctor.instruments.graphs import Graphs
-from trainlab.doctor.instruments.loads import Loads
-from trainlab.doctor.instruments.losses import Losses
-from trainlab.doctor.instruments.modes import Modes
-from trainlab.doctor.instruments.task import Task
-from trainlab.doctor.instruments.updates import Updates
+from trainlab.doctor.instruments import INSTRUMENTS
+from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.patching import Patches
 
 EVENTS = ("outermost_forward_start", "root_forward_start", "forward_end", "root_forward_end", "backward_start",
@@ -87,13 +78,11 @@ class Probe:
         self.stepping = False  # inside optimizer.step (between the global step hooks)
         self._depth = 0  # module call nesting depth
         self._patches = None
-        # The instruments, in the order each event reaches them.
-        self.captured, self.loss_record, self.gradients = Captures(self), Losses(self), Gradients(self)
-        self.updates, self.formats, self.graphs = Updates(self), Formats(self), Graphs(self)
-        self.forward_stats, self.loads, self.clock = ForwardStats(self), Loads(self), Clock(self)
-        self.task, self.modes = Task(self), Modes(self)
-        self.instruments = [self.captured, self.loss_record, self.gradients, self.updates, self.formats,
-                            self.graphs, self.forward_stats, self.loads, self.clock, self.task, self.modes]
+        # The instruments (the INSTRUMENTS registry), in the order each event reaches them; each is also
+        # probe.<its attribute>: probe.clock, probe.gradients, ...
+        self.instruments = [instrument(self) for instrument in INSTRUMENTS]
+        for instrument in self.instruments:
+            setattr(self, instrument.attribute, instrument)
         self._listeners = {event: [getattr(i, event) for i in self.instruments if hasattr(i, event)]
                            for event in EVENTS}
 

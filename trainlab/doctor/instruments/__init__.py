@@ -16,3 +16,19 @@
 - `base.py`: the Instrument base, the medians, what wraps a model (DDP, FSDP).
 A multi-rank run adds the rank's own instruments (`trainlab.doctor.ranks`).
 """
+
+from trainlab.doctor.instruments.captures import Captures
+from trainlab.doctor.instruments.clock import Clock
+from trainlab.doctor.instruments.formats import Formats
+from trainlab.doctor.instruments.forward import ForwardStats
+from trainlab.doctor.instruments.gradients import Gradients
+from trainlab.doctor.instruments.graphs import Graphs
+from trainlab.doctor.instruments.loads import Loads
+from trainlab.doctor.instruments.losses import Losses
+from trainlab.doctor.instruments.modes import Modes
+from trainlab.doctor.instruments.task import Task
+from trainlab.doctor.instruments.updates import Updates
+
+# The registry the Probe iterates, in the order each event reaches them: adding an instrument is its file
+# and one entry here (docs/extending.md).
+INSTRUMENTS = (Captures, Losses, Gradients, Updates, Formats, Graphs, ForwardStats, Loads, Clock, Task, Modes)

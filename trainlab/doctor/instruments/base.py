@@ -7,8 +7,10 @@ import statistics
 class Instrument:
     """One thing the probe measures. Subclasses define any of the events the probe sends
     (`trainlab.doctor.probe.EVENTS`), `patches()` for the functions they wrap, and `summary()`
-    returning exactly the keys in PROVIDES."""
+    returning exactly the keys in PROVIDES. Register one in `INSTRUMENTS` (this package's __init__);
+    the probe then builds it and exposes it as `probe.<attribute>`."""
 
+    attribute = None  # the name the probe exposes it under
     PROVIDES = ()
 
     def __init__(self, probe):

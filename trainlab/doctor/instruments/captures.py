@@ -17,6 +17,7 @@ RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is 
 
 
 class Captures(Instrument):
+    attribute = "captured"  # probe.captured
     PROVIDES = ("root_input", "init_weight_std", "batch_size", "classes_per_batch", "single_class_batches",
                 "batches_with_targets", "single_class_by_chance", "batches_seen", "distinct_batches", "classes",
                 "chance", "labels_used", "model")

@@ -73,6 +73,7 @@ class StepClock:
 
 
 class Clock(Instrument, StepClock):
+    attribute = "clock"  # probe.clock
     PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
                 "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step", "step_median_s",
                 "data_wait_median_s",

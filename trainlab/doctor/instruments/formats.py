@@ -16,6 +16,7 @@ REWRITE_TOLERANCE = 2.0 ** -12  # relative: a weight changed by more than this b
 
 
 class Formats(Instrument):
+    attribute = "formats"  # probe.formats
     PROVIDES = ("zero_grad_shares", "lost_update_shares", "rewritten_shares", "boundary_zero_shares")
 
     def __init__(self, probe):

@@ -13,6 +13,7 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 
 class ForwardStats(Instrument):
+    attribute = "forward_stats"  # probe.forward_stats
     PROVIDES = ("root_outputs", "output_dtypes", "dead_relu", "first_nonfinite", "root_finite")
 
     def __init__(self, probe):

@@ -11,6 +11,7 @@ DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the re
 
 
 class Gradients(Instrument):
+    attribute = "gradients"  # probe.gradients
     PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "stale_grads_by_updater", "gradient_flow",
                 "cleared_before_step")
 

@@ -100,6 +100,7 @@ class _GraphMarker:
 
 
 class Graphs(Instrument):
+    attribute = "graphs"  # probe.graphs
     PROVIDES = ("saved_bytes_after_step", "saved_growth_per_step", "graphs_alive_after_step",
                 "losses_alive_after_step", "graph_nodes_alive_after_step", "graph_nodes_kept_after_step")
 

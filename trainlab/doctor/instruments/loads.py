@@ -11,6 +11,7 @@ from trainlab.doctor.instruments.base import Instrument
 
 
 class Loads(Instrument):
+    attribute = "loads"  # probe.loads
     PROVIDES = ("compile_calls", "weight_loads")
 
     def __init__(self, probe):

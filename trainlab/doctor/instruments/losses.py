@@ -15,6 +15,7 @@ CAPTURE_STEPS = 17  # batches whose targets are kept for the label test (with th
 
 
 class Losses(Instrument):
+    attribute = "loss_record"  # probe.loss_record
     PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss", "logit_gradient",
                 "loss_inputs")
 

@@ -17,6 +17,8 @@ class Modes(Instrument):
     with gradients enabled whose parameters an optimizer updates (a GAN's generator and
     discriminator). A module nothing updates (a frozen teacher, a backbone kept in eval on purpose)
     is not judged."""
+
+    attribute = "modes"  # probe.modes
     PROVIDES = ("modes",)
 
     def __init__(self, probe):

@@ -27,6 +27,7 @@ SATURATED = 0.9  # a binary loss's inputs this share of the way to 0 or 1 (|logi
 
 
 class Task(Instrument):
+    attribute = "task"  # probe.task
     PROVIDES = ("task",)
 
     def __init__(self, probe):

@@ -12,6 +12,7 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 
 class Updates(Instrument):
+    attribute = "updates"  # probe.updates
     PROVIDES = ("lr", "optimizers", "params_not_optimized", "params_optimized_unused", "update_ratios",
                 "update_ratio_median", "update_ratio_first", "update_ratio_steps", "updates_by_hand",
                 "iterations_compared")

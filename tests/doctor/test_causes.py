@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from trainlab import labs
-from trainlab.checks.lab import BY_CAUSE
+from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.debugging.investigate import EXPERIMENTS
 from trainlab.doctor import causes, causes_doc
 from trainlab.doctor.rules import model

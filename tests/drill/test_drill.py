@@ -20,7 +20,7 @@ import pytest
 
 from trainlab import drill, labs
 from trainlab.checks.core import Incorrect
-from trainlab.checks.lab import BY_CAUSE, Learns
+from trainlab.checks.mechanisms import BY_CAUSE, Learns
 from trainlab.doctor.causes import CAUSES, menu
 from trainlab.doctor.examine import diagnose_here
 from trainlab.drill.mutations import MUTATIONS

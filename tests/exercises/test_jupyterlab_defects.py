@@ -148,7 +148,7 @@ def test_a_report_computed_in_another_data_order_is_kept_and_one_computed_on_a_q
     import pytest
 
     from trainlab.checks.core import Incorrect
-    from trainlab.checks.lab import ReportKept
+    from trainlab.checks.mechanisms import ReportKept
 
     ref = {"tensors": {"seen": [3072.0, 3100.0, 3050.0, 2998.0]}}
     kept = ReportKept(("seen",))

@@ -4,11 +4,26 @@ about, compared with the solution's run where a check may (`trainlab.checks.lab`
 import pytest
 
 from trainlab.checks.core import Incorrect
-from trainlab.checks.lab import (BY_CAUSE, GraphsReleased, InputsNormalised, LabExercise, Learns, LossGradientMatches,
-                                 UpdatesKept)
+from trainlab.checks.lab import LabExercise
+from trainlab.checks import mechanisms
+from trainlab.checks.mechanisms import (BY_CAUSE, GraphsReleased, InputsNormalised, Learns, LossGradientMatches,
+                                        UpdatesKept)
 from trainlab.debugging.exercises import EXERCISES
+from trainlab.doctor import causes
 
 NORMALISED = {"mean": 0.02, "std": 0.98}
+
+
+def test_each_category_file_judges_only_its_own_causes_and_nothing_twice():
+    seen = []
+    for category, file in mechanisms.CATEGORY_FILES.items():
+        assert category in causes.CATEGORIES
+        wrong = [c for c in file.JUDGES if causes.get(c).category != category]
+        assert not wrong, f"{file.__name__} judges causes of other categories: {wrong}"
+        seen += file.JUDGES
+    assert len(seen) == len(set(seen)) and set(seen) == set(BY_CAUSE)
+    assert list(BY_CAUSE) == [c for c in causes.ALL if c in BY_CAUSE]  # the registry's order
+    assert all(isinstance(ms, tuple) and ms and all(callable(m.judge) for m in ms) for ms in BY_CAUSE.values())
 
 
 @pytest.mark.parametrize("stats, passes", [(NORMALISED, True), ({"mean": -0.05, "std": 1.1}, True),

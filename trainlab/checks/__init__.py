@@ -2,6 +2,7 @@
 
 - `core.py`: outcomes, verdicts and the Exercise base (check / hint / solution);
 - `lab.py`: single-process training labs judged on behaviour, cause by cause;
+- `mechanisms/`: what "fixed" means for each cause, one file per category (`BY_CAUSE`);
 - `measure.py`: the measuring child those labs (and module 01's panel) run variants in, under the doctor's probe;
 - `corpus.py`: the format of each exercise's wrong fixes and correct alternatives;
 - `exercises.py`: every exercise by name (declared in `trainlab/<module>/exercises.py`);

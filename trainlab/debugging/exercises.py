@@ -8,9 +8,8 @@ checklist: look at the evidence first, then the category, then the fix.
 
 from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, dedent, lower_lr,
                                     masters_by_hooks, round_weights_hook, train_longer)
-from trainlab.checks.lab import (BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised,
-                                 LabelsInformative, LabExercise, Learns, NoConstantWeights, ReportKept,
-                                 ScheduleMatches, data_wait_at_most, sample_fetches_at_most)
+from trainlab.checks.lab import LabExercise
+from trainlab.checks.mechanisms import BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised, LabelsInformative, Learns, NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most, sample_fetches_at_most
 from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis grader with the checks
 
 # What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.

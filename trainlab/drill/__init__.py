@@ -14,7 +14,7 @@ which: the mutation writes plain code in the script's own style. The drill regis
 as a lab named `drill/<seed>`, so everything built for labs works on it - `%lab_open`, the
 checklist experiments (`trainlab.debugging.investigate`), the diagnosis form and grading
 (`trainlab.debugging.diagnosis`), and the check, which is a `LabExercise` judged per planted
-cause (`trainlab.checks.lab.BY_CAUSE`) against the healthy script run beside it.
+cause (`trainlab.checks.mechanisms.BY_CAUSE`) against the healthy script run beside it.
 
 The drill set is also the doctor's evaluation set (`benchmarks/doctor_drills.py`): the
 doctor sees only the script text.
@@ -29,7 +29,8 @@ from pathlib import Path
 from trainlab import atomic, labs, paths
 from trainlab.checks import exercises
 from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
-from trainlab.checks.lab import BY_CAUSE, LabExercise
+from trainlab.checks.lab import LabExercise
+from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.doctor.causes import CAUSES
 from trainlab.drill.edit import NotApplicable
 from trainlab.drill.mutations import MUTATIONS

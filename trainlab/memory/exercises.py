@@ -14,7 +14,8 @@ from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
 from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, masters_by_hooks,
                                     round_weights_hook)
-from trainlab.checks.lab import BY_CAUSE, LabExercise
+from trainlab.checks.lab import LabExercise
+from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.memory.labcheck import COMPUTE_BUDGET, GRAD_TOLERANCE, MEMORY_BUDGET
 
 class BudgetExercise(Exercise):

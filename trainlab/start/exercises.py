@@ -4,7 +4,8 @@
 """
 
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, lower_lr, train_longer
-from trainlab.checks.lab import LabExercise, Learns
+from trainlab.checks.lab import LabExercise
+from trainlab.checks.mechanisms import Learns
 
 # zero_grad, backward and step in an order that still trains: gradients cleared right after stepping
 STEP_THEN_CLEAR = ("        optimizer.zero_grad()\n        loss.backward()\n",

@@ -1,0 +1,67 @@
+"""What no single cause's mechanism covers: a cause that shows only in what the model learns (`Learns`),
+the guard against gradient clipping standing in for a fix, and a lab's own report kept intact."""
+
+import math
+from dataclasses import dataclass
+
+from trainlab.checks.core import Incorrect
+
+
+@dataclass(frozen=True)
+class Learns:
+    """The cause shows only through what the model learns: judged by the accuracy bar alone."""
+
+    def judge(self, mine, ref):
+        pass
+
+
+@dataclass(frozen=True)
+class GradientNotCut:
+    """Gradient clipping may smooth a run, not replace a fix: on the median clipping call the
+    gradient keeps at least min_ratio of its norm (a standard clip at 1.0 on top of a real fix does)."""
+
+    min_ratio: float = 0.5
+
+    def judge(self, mine, ref):
+        ratios = sorted(mine.get("clip_ratios", []))
+        if ratios and ratios[len(ratios) // 2] < self.min_ratio:
+            raise Incorrect(f"gradient clipping leaves the median step's gradient {ratios[len(ratios) // 2]:.0%} of "
+                            "its norm")
+
+
+GUARDS = (GradientNotCut(),)
+
+
+@dataclass(frozen=True)
+class ReportKept:
+    """What the buggy code computed is still computed: the script's named tensors, when the check
+    stops it, hold what the reference run's hold - the same shape, a total within `total` of the
+    reference's and every entry within `entry` of its counterpart. Not equal: a fix that reads the
+    data in another order (a loader rewritten without set_epoch, another shuffle) counts the same
+    classes a little differently and is still a fix; a report computed every fourth step, on half the
+    samples or not at all is far off."""
+
+    names: tuple
+    total: float = 0.05  # relative
+    entry: float = 0.25  # relative, with an absolute floor of 2 for small counts
+
+    def judge(self, mine, ref):
+        for name in self.names:
+            got, want = mine.get("tensors", {}).get(name), ref["tensors"][name]
+            if got is None:
+                raise Incorrect(f"`{name}` no longer exists when the run stops after {mine['steps']} steps")
+            flat_got, flat_want = _flat(got), _flat(want)
+            if len(flat_got) != len(flat_want):
+                raise Incorrect(f"after {mine['steps']} steps `{name}` holds {len(flat_got)} values; the shipped "
+                                f"script's computation holds {len(flat_want)}")
+            if not math.isclose(sum(flat_got), sum(flat_want), rel_tol=self.total, abs_tol=1e-6):
+                raise Incorrect(f"after {mine['steps']} steps `{name}` sums to {sum(flat_got):.6g}; the shipped "
+                                f"script's computation gives {sum(flat_want):.6g}")
+            gap, at = max((abs(a - b) / max(abs(b), 2.0), i) for i, (a, b) in enumerate(zip(flat_got, flat_want)))
+            if gap > self.entry:
+                raise Incorrect(f"after {mine['steps']} steps entry {at} of `{name}` is {flat_got[at]:.6g}; the "
+                                f"shipped script's computation gives {flat_want[at]:.6g} ({gap:.0%} apart)")
+
+
+def _flat(values):
+    return [x for v in values for x in _flat(v)] if isinstance(values, list) else [values]

@@ -6,11 +6,16 @@ import torch
 
 from tests import matrix
 from trainlab import checks, labs
+from trainlab.sparse import exercises as sparse_exercises
 from trainlab.sparse.labcheck import case_values
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
 
-LAB = "sparse/allreduce"
+LAB = "sparse/allreduce"  # the module's one lab today; every lab it declares is checked both ways below
+
+
+def test_every_sparse_lab_has_an_exercise():
+    assert [e.lab for e in sparse_exercises.EXERCISES] == labs.names("sparse") and LAB in labs.names("sparse")
 
 
 @pytest.fixture(scope="module")

@@ -102,6 +102,24 @@ def _sub_once(pattern, repl, text, what, flags=0):
     return new
 
 
+def shipped(*pairs, then=()):
+    """An Edit of the shipped script: (anchor, new text) pairs, then generic edits."""
+    return Edit(replace=pairs, then=then)
+
+
+def fixed(*pairs, then=(), unfixed=()):
+    """An Edit of the solution (some bugs put back with unfixed=), then (anchor, new text) pairs and generic edits."""
+    return Edit(fixes="all", unfixed=unfixed, replace=pairs, then=then)
+
+
+def raise_lr(factor=10):
+    """The first learning rate multiplied by factor."""
+    def edit(text):
+        return lower_lr(text, 1 / factor)
+    edit.__name__ = f"raise_lr({factor})"
+    return edit
+
+
 def lower_lr(text, factor=10):
     """The first learning rate divided by factor."""
     return _sub_once(r"\blr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / factor:g}", text, "lower the LR")

@@ -6,10 +6,12 @@ Used by notebook 01 (`%%lab debugging/nc_7`, ...). Each hint ladder follows the
 checklist: look at the evidence first, then the category, then the fix.
 """
 
-from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, dedent, lower_lr,
-                                    masters_by_hooks, round_weights_hook, train_longer)
+from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, dedent, fixed, lower_lr,
+                                    masters_by_hooks, raise_lr, round_weights_hook, shipped, train_longer)
 from trainlab.checks.lab import LabExercise
-from trainlab.checks.mechanisms import BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised, LabelsInformative, Learns, NoConstantWeights, ReportKept, ScheduleMatches, data_wait_at_most, sample_fetches_at_most
+from trainlab.checks.mechanisms import (BY_CAUSE, AllParamsOptimized, FreshGradients, HostReadsAtMost, InputsNormalised,
+                                        LabelsInformative, Learns, NoConstantWeights, ReportKept, ScheduleMatches,
+                                        data_wait_at_most, sample_fetches_at_most)
 from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis grader with the checks
 
 # What "fixed" means for the causes judged by a measured limit, shared by labs with the same cause.
@@ -53,25 +55,6 @@ def per_class(rows):
             "            class_loss[c] += per_sample.detach()[rows].sum()\n"
             "            confidence[c] += probs[rows, c].sum()\n"
             "            confusion[c] += torch.bincount(pred[rows], minlength=10)\n")
-
-
-
-
-def shipped(*pairs, then=()):
-    """An Edit of the shipped script: (anchor, new text) pairs, then generic edits."""
-    return Edit(replace=pairs, then=then)
-
-
-def fixed(*pairs, then=(), unfixed=()):
-    """An Edit of the solution (some bugs put back with unfixed=)."""
-    return Edit(fixes="all", unfixed=unfixed, replace=pairs, then=then)
-
-
-def raise_lr(factor=10):
-    def edit(text):
-        return lower_lr(text, 1 / factor)
-    edit.__name__ = f"raise_lr({factor})"
-    return edit
 
 
 def MASTERS(sync):  # noqa: N802 - reads as the pairs it returns

@@ -6,7 +6,7 @@
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
+from trainlab.checks.corpus import CorrectAlternative, WrongFix, fixed, shipped
 
 
 class KernelLabExercise(Exercise):
@@ -52,14 +52,6 @@ def _findings(measured, result):
     if not rows:
         return measured["summary"]
     return "\n".join(f"{r['check']:>14} {r['case']:<22} {r['result']:<5} {r['detail']}" for r in rows)
-
-
-def shipped(*pairs):
-    return Edit(replace=pairs)
-
-
-def fixed(*pairs):
-    return Edit(fixes="all", replace=pairs)
 
 
 EXERCISES = [

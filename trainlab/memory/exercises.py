@@ -12,8 +12,8 @@ autocast stays on (fp16).
 
 from trainlab import labs, runner
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
-from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, masters_by_hooks,
-                                    round_weights_hook)
+from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, fixed, masters_by_hooks,
+                                    raise_lr, round_weights_hook, shipped)
 from trainlab.checks.lab import LabExercise
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.memory.labcheck import COMPUTE_BUDGET, GRAD_TOLERANCE, MEMORY_BUDGET
@@ -67,19 +67,6 @@ def _findings(measured):
             f"{measured['plain_peak_bytes'] / 2**20:.1f} MiB (budget {MEMORY_BUDGET:.0%}); "
             f"FLOPs {measured['flops_ratio']:.3f}x (budget {COMPUTE_BUDGET:.2f}x); "
             f"largest gradient difference {measured['grad_diff']:.1e} of its norm")
-
-
-def shipped(*pairs, then=()):
-    return Edit(replace=pairs, then=then)
-
-
-def fixed(*pairs, then=()):
-    """An Edit of the solution."""
-    return Edit(fixes="all", replace=pairs, then=then)
-
-
-def raise_lr(text):
-    return lower_lr(text, 0.1)
 
 
 SHIPPED_LOOP = "    for block in model.blocks:\n        x = block(x)\n"
@@ -202,7 +189,7 @@ EXERCISES += [
             "under torch.autocast(dtype=torch.bfloat16).",
         ),
         corpus=(
-            WrongFix("raise the learning rate", Edit(then=(raise_lr,)), kind="mask", reason="bfloat16"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask", reason="bfloat16"),
             WrongFix("no schedule and no weight decay", shipped(
                 ("        scheduler.step()\n", ""), ("lr=3e-4, weight_decay=0.05)", "lr=3e-4, weight_decay=0.0)")),
                 kind="mask", reason="bfloat16"),
@@ -267,7 +254,7 @@ EXERCISES += [
         corpus=(
             WrongFix("autocast off", shipped((FP16_AUTOCAST, "        logits = model(x)\n")), kind="mask",
                      reason="compute in float32"),
-            WrongFix("raise the learning rate", Edit(then=(raise_lr,)), kind="mask", reason="exactly zero"),
+            WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask", reason="exactly zero"),
             WrongFix("a smaller Adam eps", shipped(("lr=1e-3)", "lr=1e-3, eps=1e-16)")), kind="mask",
                      reason="exactly zero"),
             WrongFix("gradient clipping", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="exactly zero"),

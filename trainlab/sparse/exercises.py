@@ -22,6 +22,7 @@ WHAT = {"uneven": "ranks with different numbers of non-zeros",
         "empty_rank": "a rank with no non-zeros",
         "identical": "the same indices on every rank",
         "large_sparse": f"a gradient of {LARGE:,} rows, {DENSITY:.1%} of them non-zero on each rank"}
+assert tuple(WHAT) == CASES, "describe every case the harness runs, in its order"
 CAUSE_OF_CASE = {"uneven": "uneven-counts", "shared_indices": "repeats-overwritten", "empty_rank": "uneven-counts",
                  "identical": "repeats-overwritten"}  # large_sparse: the traffic, a guard on every fix
 MAX_SHARE_OF_DENSE = 0.2  # bytes a rank may send in the large case, as a share of a dense all-reduce's
@@ -94,17 +95,23 @@ CORPUS = (
 
 
 class SparseLabExercise(Exercise):
-    def __init__(self, world_size=3, timeout=90.0):
-        super().__init__(LAB, HINTS, CORPUS)
-        self.world_size, self.timeout = world_size, timeout
+    """A collective the learner writes, run case by case on world_size ranks by `harness` (a module run under
+    torchrun with the learner's script and a report path): each case's result equals the dense reference, and
+    the large case sends at most max_share_of_dense of a dense all-reduce's bytes."""
+
+    def __init__(self, lab, *, hints, corpus, what, cause_of_case, harness="trainlab.sparse.labcheck",
+                 max_share_of_dense=MAX_SHARE_OF_DENSE, world_size=3, timeout=90.0):
+        super().__init__(lab, hints, corpus)
+        self.what, self.cause_of_case, self.harness = what, cause_of_case, harness
+        self.max_share_of_dense, self.world_size, self.timeout = max_share_of_dense, world_size, timeout
 
     @property
     def judged_causes(self):
-        return tuple(dict.fromkeys(CAUSE_OF_CASE.values()))
+        return tuple(dict.fromkeys(self.cause_of_case.values()))
 
     def measure(self, source):
         return run_on_source(source, lambda script, out: runner.run_distributed(
-            module="trainlab.sparse.labcheck", nproc=self.world_size, args=[script, out], timeout=self.timeout,
+            module=self.harness, nproc=self.world_size, args=[script, out], timeout=self.timeout,
             stream=False, retry_crash=lambda: out.unlink(missing_ok=True)), prefix="trainlab-sparse-check-")
 
     def judge(self, source):
@@ -117,24 +124,24 @@ class SparseLabExercise(Exercise):
         if measured is None:
             raise LearnerError(result.error, result.output[-2000:])
         if not result.ok and "running" in measured:  # a rank died (or hung) inside this case
-            raise LearnerError(f"with {WHAT[measured['running']]}: {result.error}", result.output[-2000:])
-        for kind in CASES:
+            raise LearnerError(f"with {self.what[measured['running']]}: {result.error}", result.output[-2000:])
+        for kind in self.what:  # every case the harness runs, in its order
             case = measured.get(kind)
             if case is None:
-                raise LearnerError(f"the case with {WHAT[kind]} never ran: the check's processes ended before it",
+                raise LearnerError(f"the case with {self.what[kind]} never ran: the check's processes ended before it",
                                    result.output[-2000:])
             if "error" in case:
-                raise LearnerError(f"with {WHAT[kind]}: {case['error']}", case["traceback"])
+                raise LearnerError(f"with {self.what[kind]}: {case['error']}", case["traceback"])
             if case["max_abs_error"] != 0:
-                raise Incorrect(f"with {WHAT[kind]}: the result differs from the dense all-reduce by up to "
+                raise Incorrect(f"with {self.what[kind]}: the result differs from the dense all-reduce by up to "
                                 f"{case['max_abs_error']:g}")
         large = measured["large_sparse"]
-        if large["send_bytes"] > MAX_SHARE_OF_DENSE * large["dense_send_bytes"]:
-            raise Incorrect(f"with {WHAT['large_sparse']}: each rank sent {large['send_bytes'] / 1e6:.2f} MB; a dense "
+        if large["send_bytes"] > self.max_share_of_dense * large["dense_send_bytes"]:
+            raise Incorrect(f"with {self.what['large_sparse']}: each rank sent {large['send_bytes'] / 1e6:.2f} MB; a dense "
                             f"all-reduce of the same gradient sends {large['dense_send_bytes'] / 1e6:.2f} MB")
-        return (f"equal to the dense all-reduce in all {len(CASES)} cases on {self.world_size} ranks; on the large "
+        return (f"equal to the dense all-reduce in all {len(self.what)} cases on {self.world_size} ranks; on the large "
                 f"gradient each rank sent {large['send_bytes'] / 1e3:.0f} kB, a dense all-reduce "
                 f"{large['dense_send_bytes'] / 1e3:.0f} kB")
 
 
-EXERCISES = [SparseLabExercise()]
+EXERCISES = [SparseLabExercise(LAB, hints=HINTS, corpus=CORPUS, what=WHAT, cause_of_case=CAUSE_OF_CASE)]

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import labs, progress
+from trainlab import labs, progress, runner
 from trainlab.device import chosen
 from trainlab.checks import help_record, locks
 from trainlab.display import Code, say, show
@@ -207,6 +207,32 @@ def run_on_source(source, launch, prefix="trainlab-check-"):
         script.write_text(source)
         result = launch(script, out)
         return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+class HarnessExercise(Exercise):
+    """An exercise whose check runs the learner's text under a harness module in a child process: the harness
+    (`python -m <harness> [harness_args] SCRIPT OUT`, under torchrun on world_size ranks where world_size is set)
+    writes what it measured to OUT as JSON, and judge() reads it in the parent."""
+
+    harness = None  # the module the child runs, e.g. "trainlab.kernels.labcheck"
+    world_size = None  # None: one process; N: N ranks under torchrun
+    timeout = 60.0
+
+    def harness_args(self):
+        """What the harness is told before the script and report paths: the lab's name."""
+        return [self.lab]
+
+    def measure(self, source):
+        """(the child's runner.Result, the JSON it wrote or None)."""
+        def launch(script, out):
+            args = [*self.harness_args(), script, out]
+            if self.world_size:  # a crash inside torch is launched again: nothing of the first may be judged
+                return runner.run_distributed(module=self.harness, nproc=self.world_size, args=args,
+                                              timeout=self.timeout, stream=False,
+                                              retry_crash=lambda: out.unlink(missing_ok=True))
+            return runner.run_python(module=self.harness, args=args, timeout=self.timeout, stream=False)
+
+        return run_on_source(source, launch, prefix=f"{self.harness.replace('.', '-')}-")
 
 
 def assert_passed(exercise, source):

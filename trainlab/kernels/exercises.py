@@ -4,12 +4,14 @@
     %%lab kernels/softmax_mask      %%lab kernels/rmsnorm_stride      %%lab kernels/fake_speedup
 """
 
-from trainlab import labs, runner
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
+from trainlab import labs
+from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import CorrectAlternative, WrongFix, fixed, shipped
 
 
-class KernelLabExercise(Exercise):
+class KernelLabExercise(HarnessExercise):
+    harness = "trainlab.kernels.labcheck"
+
     def __init__(self, lab, hints, corpus=(), timeout=180.0):
         super().__init__(lab, hints, corpus)
         self.timeout = timeout
@@ -35,11 +37,6 @@ class KernelLabExercise(Exercise):
         if not measured["passed"]:
             raise Incorrect(measured["summary"], _findings(measured, result))
         return measured["summary"]
-
-    def measure(self, source):
-        return run_on_source(source, lambda script, out: runner.run_python(
-            module="trainlab.kernels.labcheck", args=[self.lab, script, out], timeout=self.timeout, stream=False),
-            prefix="trainlab-kernel-check-")
 
 
 def _findings(measured, result):

@@ -10,17 +10,19 @@ autocast stays on (fp16).
     %%lab memory/prec_2
 """
 
-from trainlab import labs, runner
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
+from trainlab import labs
+from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, fixed, masters_by_hooks,
                                     raise_lr, round_weights_hook, shipped)
 from trainlab.checks.lab import LabExercise
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.memory.labcheck import COMPUTE_BUDGET, GRAD_TOLERANCE, MEMORY_BUDGET
 
-class BudgetExercise(Exercise):
+class BudgetExercise(HarnessExercise):
     """The learner's forward must keep the step's peak memory and FLOPs within their budgets
     (fractions of the plain step's, measured in the same child) and compute the same gradients."""
+
+    harness = "trainlab.memory.labcheck"
 
     def __init__(self, lab, hints, corpus=(), timeout=240.0):
         super().__init__(lab, hints, corpus)
@@ -34,9 +36,7 @@ class BudgetExercise(Exercise):
         return labs.source(self.lab, fixed=True)
 
     def judge(self, source):
-        result, measured = run_on_source(source, lambda script, out: runner.run_python(
-            module="trainlab.memory.labcheck", args=[self.lab, script, out], timeout=self.timeout, stream=False),
-            prefix="trainlab-memory-check-")
+        result, measured = self.measure(source)
         if result.timed_out:
             raise TimedOut(f"the check did not finish in {self.timeout:.0f} s")
         if measured is None or "error" in measured:

@@ -10,8 +10,7 @@ what a dense all-reduce sends: a dense all-reduce gives the right sum, but it is
 all-reduce.
 """
 
-from trainlab import runner
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, TimedOut, run_on_source, same_text
+from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 from trainlab.sparse.labcheck import CASES, DENSITY, LARGE
 
@@ -94,7 +93,7 @@ CORPUS = (
 )
 
 
-class SparseLabExercise(Exercise):
+class SparseLabExercise(HarnessExercise):
     """A collective the learner writes, run case by case on world_size ranks by `harness` (a module run under
     torchrun with the learner's script and a report path): each case's result equals the dense reference, and
     the large case sends at most max_share_of_dense of a dense all-reduce's bytes."""
@@ -109,10 +108,8 @@ class SparseLabExercise(Exercise):
     def judged_causes(self):
         return tuple(dict.fromkeys(self.cause_of_case.values()))
 
-    def measure(self, source):
-        return run_on_source(source, lambda script, out: runner.run_distributed(
-            module=self.harness, nproc=self.world_size, args=[script, out], timeout=self.timeout,
-            stream=False, retry_crash=lambda: out.unlink(missing_ok=True)), prefix="trainlab-sparse-check-")
+    def harness_args(self):
+        return []  # the harness is this lab's
 
     def judge(self, source):
         if same_text(source, self.shipped()):

@@ -32,7 +32,7 @@ if __name__ == "__main__":
     import torch
 
     from trainlab.kernels import chain
-    from trainlab.kernels.timing import AsyncStandIn, copy_bandwidth
+    from trainlab.timing import AsyncStandIn, copy_bandwidth
 
     x, b, s, t = torch.randn(4096, 1024), torch.randn(1024), torch.randn(1024), torch.randn(1024)
     stream, peak = AsyncStandIn(), copy_bandwidth()

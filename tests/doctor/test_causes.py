@@ -9,7 +9,7 @@ import pytest
 from trainlab import labs
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.debugging.investigate import EXPERIMENTS
-from trainlab.doctor import causes, causes_doc
+from trainlab.doctor import causes, causes_doc, phrases
 from trainlab.doctor.rules import model
 from trainlab.doctor.report import Finding, rank
 from trainlab.drill.mutations import MUTATIONS
@@ -22,6 +22,10 @@ def test_every_menu_cause_is_testable_by_an_experiment_the_checklist_runs():
         assert cause.evidence and set(cause.evidence) <= set(EXPERIMENTS), cause.id
         assert cause.symptoms and set(cause.symptoms) <= set(causes.SYMPTOMS), cause.id
         assert cause.mechanism and cause.fields, cause.id
+
+
+def test_a_diagnosis_in_words_can_name_every_menu_cause_and_nothing_else():
+    assert set(phrases.PHRASES) == set(causes.CAUSES), "a menu cause without phrases cannot be named in words"
 
 
 def test_every_cause_named_anywhere_is_declared():

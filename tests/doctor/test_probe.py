@@ -139,3 +139,48 @@ def test_iterations_end_without_an_optimizer_and_the_time_limit_holds_there():
         except StopTraining:
             pass
     assert probe.steps == 0 and probe.iterations == 1 and probe.backwards == 1
+
+
+def test_every_registered_instrument_is_built_once_and_exposed_under_its_own_name():
+    from trainlab.doctor.instruments import INSTRUMENTS
+
+    probe = Probe()
+    assert [type(i) for i in probe.instruments] == list(INSTRUMENTS)
+    names = [cls.attribute for cls in INSTRUMENTS]
+    assert all(names) and len(set(names)) == len(names), names
+    assert all(getattr(probe, i.attribute) is i for i in probe.instruments)
+
+
+def test_a_new_instrument_is_one_registry_entry(monkeypatch):
+    """docs/extending.md, recipe A: an instrument registered in INSTRUMENTS hears the run's events and its
+    summary joins the probe's, with no other edit."""
+    from trainlab.doctor import probe as probe_module
+    from trainlab.doctor.instruments.base import Instrument
+
+    class Backwards(Instrument):
+        attribute = "backward_counter"
+        PROVIDES = ("backwards_heard",)
+
+        def __init__(self, probe):
+            super().__init__(probe)
+            self.heard = 0
+
+        def backward_end(self, *args):
+            self.heard += 1
+
+        def summary(self):
+            return {"backwards_heard": self.heard}
+
+    monkeypatch.setattr(probe_module, "INSTRUMENTS", (*probe_module.INSTRUMENTS, Backwards))
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Probe(max_steps=3) as probe:
+        try:
+            for _ in range(10):
+                optimizer.zero_grad()
+                model(torch.randn(8, 4)).pow(2).mean().backward()
+                optimizer.step()
+        except StopTraining:
+            pass
+    assert probe.backward_counter.heard == probe.backwards == 3
+    assert probe.summary()["backwards_heard"] == 3

@@ -10,6 +10,9 @@ ratios. Writes results/attention.json.
 from benchmarks.common import kernel_device, machine, table, write_result
 from trainlab.kernels import attention
 
+SUITE = "kernels"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 2
+
 
 def main(argv=None):
     device = kernel_device(argv, __doc__.splitlines()[0])

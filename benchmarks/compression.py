@@ -21,6 +21,9 @@ from trainlab.device import resolve_device
 from trainlab.distributed import scaling
 from trainlab.sparse import runs, sweep
 
+SUITE = "sparse"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 2
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -17,6 +17,9 @@ from trainlab.checks.corpus import WrongFix
 from trainlab.checks.lab import LabExercise, judge_together
 from trainlab.device import resolve_device
 
+SUITE = "checks"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 
 def expected(entry, verdict):
     if isinstance(entry, WrongFix):

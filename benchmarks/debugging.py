@@ -22,6 +22,9 @@ from trainlab import labs
 from trainlab.device import resolve_device
 from trainlab.doctor.probe import Probe, StopTraining
 
+SUITE = "debugging"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 2
+
 SLOW_LABS = [n for n in labs.names("debugging") if labs.get(n).symptom == "slow"]
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "tests", "doctor", "scripts", "reference_loop.py")
 

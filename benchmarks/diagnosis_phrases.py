@@ -20,6 +20,9 @@ from benchmarks.diagnosis_phrases_heldout import HELDOUT
 from tests.exercises import phrasings
 from trainlab.doctor.phrases import read
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 
 def score(cases):
     rows, hits, false, missed, naming = [], 0, 0, 0, 0

@@ -23,6 +23,9 @@ from benchmarks.common import machine, table, write_result
 from trainlab import runner
 from trainlab.device import resolve_device
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 6
+
 FOLDER = Path(__file__).resolve().parent.parent / "tests" / "doctor" / "scripts" / "classes"
 SEVERITIES = ("critical", "warning", "info")
 

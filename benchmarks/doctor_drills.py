@@ -25,6 +25,9 @@ from trainlab import drill
 from trainlab.device import resolve_device
 from trainlab.doctor.examine import diagnose_here
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 3
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

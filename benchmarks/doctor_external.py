@@ -24,6 +24,9 @@ from benchmarks.common import machine, table, write_result
 from trainlab import runner
 from trainlab.device import resolve_device
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 4
+
 CORPUS = Path(__file__).resolve().parent / "external_scripts"
 # The scorer's key: the manifest's bug name -> the doctor's cause ids that name it.
 EXPECTED = {

@@ -14,6 +14,9 @@ from trainlab import labs, paths
 from trainlab.device import resolve_device
 from trainlab.doctor.examine import diagnose_here
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 2
+
 DOCS = paths.REPO / "docs" / "debugging_labs.md"
 
 

@@ -28,6 +28,9 @@ from trainlab.device import resolve_device
 from trainlab.drill.edit import NotApplicable
 from trainlab.drill.mutations import MUTATIONS
 
+SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 5
+
 CORPUS = Path(__file__).resolve().parent / "real_scripts"
 SEVERITIES = ("critical", "warning", "info")
 # A mutation's edit can make another cause the precise name of what it did: deleting one model's

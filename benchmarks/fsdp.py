@@ -20,6 +20,9 @@ from trainlab.device import resolve_device
 from trainlab.distributed import planner
 from trainlab.fsdp import runs
 
+SUITE = "fsdp"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -20,6 +20,9 @@ from trainlab.device import resolve_device
 from trainlab.distributed import scaling
 from trainlab.fsdp import accumulation, experiments, steptime
 
+SUITE = "fsdp"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 2
+
 
 def sweep_spec(timing):
     spec = {"ddp": {"mode": "ddp"}, "fsdp2": {"mode": "fsdp2"},

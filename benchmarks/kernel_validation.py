@@ -10,6 +10,9 @@ Writes results/kernel_validation.json.
 from benchmarks.common import kernel_device, machine, table, write_result
 from trainlab.kernels import autotune, parity, peak_memory, triton_env
 
+SUITE = "kernels"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 3
+
 
 def main(argv=None):
     device = kernel_device(argv, __doc__.splitlines()[0])

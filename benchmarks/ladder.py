@@ -13,6 +13,9 @@ from benchmarks.common import machine, table, write_result
 from trainlab.debugging import ladder
 from trainlab.device import resolve_device
 
+SUITE = "debugging"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -17,6 +17,9 @@ from trainlab.device import resolve_device
 from trainlab.loop import TrainConfig, train
 from trainlab.models import ModelConfig
 
+SUITE = "start"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -7,7 +7,8 @@ progress) goes to stderr, on the console only.
 
     python -m benchmarks.run_all [--device cuda] [--only kernels sparse]
 
---only reruns some benchmarks and replaces just their sections of SUMMARY.md.
+--only reruns some benchmarks and replaces just their sections of SUMMARY.md. Which files are
+benchmarks, and their order, each file declares (`benchmarks/registry.py`).
 """
 
 import argparse
@@ -17,14 +18,11 @@ import re
 import sys
 from contextlib import redirect_stdout
 
-from benchmarks import readme
+from benchmarks import readme, registry
 from benchmarks.common import RESULTS
 from trainlab import runner
 
-BENCHMARKS = ["reference_accuracy", "ladder", "debugging", "diagnosis_phrases", "doctor_labs", "doctor_drills",
-              "doctor_external", "doctor_real", "doctor_classes", "corpus", "fsdp", "fsdp_time", "sparse",
-              "compression", "kernels", "attention", "kernel_validation", "memory", "interview_followups",
-              "teardown_abort"]  # each module adds its own
+BENCHMARKS = registry.names()  # each benchmark declares its SUITE and SECTION: a new one joins with no edit here
 
 
 def main(argv=None):

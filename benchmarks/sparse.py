@@ -19,6 +19,9 @@ from trainlab.device import resolve_device
 from trainlab.sparse import runs
 from trainlab.sparse import sweep
 
+SUITE = "sparse"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")  # the sweep results on CPU (gloo) everywhere

@@ -26,6 +26,9 @@ import torch
 from benchmarks.common import machine, table, write_result
 from trainlab import runner
 
+SUITE = "distributed"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
+SECTION = 1
+
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "teardown_abort.py"
 
 

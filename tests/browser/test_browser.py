@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests import modules_lists
 from tests.browser.jupyterlab import LabServer, NotebookPage, find_chromium, workspace_copy
 from tests.notebook_run import assert_locked_cells_stay_locked, texts
 from trainlab import labs
@@ -405,9 +406,7 @@ def test_notebook_02_planner_sliders_change_the_plot(open_notebook):
     s.assert_no_errors()
 
 
-@pytest.mark.parametrize("name", [pytest.param("03_sparse_allreduce.ipynb", marks=pytest.mark.full),
-                                  pytest.param("04_custom_kernels.ipynb", marks=pytest.mark.full),
-                                  "05_memory_precision_hardware.ipynb"])  # make test: 05; the rest in make test-full
+@pytest.mark.parametrize("name", modules_lists.browser_exercise_params())  # make test: the newest; the rest: full
 def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     s = open_notebook(name)
     s.run_all()

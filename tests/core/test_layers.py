@@ -9,9 +9,15 @@ from pathlib import Path
 
 from trainlab import modules, paths
 
-LAYERS = {"core": 0, "data": 0, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
-          **{package: 5 for package in modules.PACKAGES},
-          "hub": 6}  # the room's server (make hub): uses the package, nothing in it uses the hub
+
+def layers():
+    """Each package's layer: every notebook module's package (trainlab.modules) on the fifth."""
+    return {"core": 0, "data": 0, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
+            **{package: 5 for package in modules.PACKAGES},
+            "hub": 6}  # the room's server (make hub): uses the package, nothing in it uses the hub
+
+
+LAYERS = layers()
 
 
 def layer_of(dotted):

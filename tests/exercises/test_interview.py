@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from tests import matrix, spoilers
+from tests import matrix, modules_lists, spoilers
 from tests.exercises import phrasings
 from trainlab import labs, paths, workspace
 from trainlab.checks import exercises, help_record, magic
@@ -313,11 +313,11 @@ def test_published_figures_have_sources_and_every_cited_one_exists():
             assert key in figures, (path.name, key)
 
 
-@pytest.mark.parametrize("name", ["01_debugging", "02_fsdp", "03_sparse_allreduce", "04_custom_kernels",
-                                  "05_memory_precision_hardware"])
+@pytest.mark.parametrize("name", modules_lists.interview_notebooks())
 def test_interview_answers_clarify_cite_published_figures_and_label_what_was_measured(name):
     nb = nbformat.read(paths.SOLUTIONS / f"{name}.ipynb", as_version=4)
-    answer = next(c.source for c in nb.cells if c.get("id") == "answer" or "Clarify first" in c.source)
+    answer = next((c.source for c in nb.cells if c.get("id") == "answer" or "Clarify first" in c.source), None)
+    assert answer is not None, f"{name} ends with no interview answer (a cell with id 'answer' or 'Clarify first')"
     assert "Clarify first" in answer and "published.get(" in answer and "measured here" in answer.lower()
     assert "Trade-offs" in answer or "trade-offs" in answer.lower()
 

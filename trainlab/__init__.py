@@ -21,8 +21,8 @@ Layers, each importing only from those above it in this list (tests/core/test_la
 3. `doctor/`: `python -m trainlab.doctor script.py`, the checklist as a tool.
 4. `checks/`: exercise checks, measured by running the learner's code.
 5. `drill/`: broken scripts made on demand.
-6. One package per notebook, named as its labs/ and tests/ folders, none importing another:
-    `start/` (00)  `debugging/` (01)  `fsdp/` (02)  `sparse/` (03)  `kernels/` (04)  `memory/` (05)
+6. One package per notebook, named as its labs/ and tests/ folders, none importing another
+   (`trainlab/modules.py` declares them: `start/` is notebook 00's, `debugging/` 01's, and so on).
 """
 
 # The root imports nothing eagerly: `import trainlab.labs` (or the hub's `trainlab.hub.grid`) must not pay for

@@ -77,7 +77,7 @@ hub: hub-setup  ## a workshop room: JupyterHub for the learners ROSTER names, a 
 		$(if $(SSL_KEY),--ssl-key "$(SSL_KEY)") $(if $(INSECURE),--insecure) $(if $(SPAWNER),--spawner $(SPAWNER)) $(HUB_ARGS)
 
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
-	"$(VPY)" -m trainlab.workspace --open
+	"$(VPY)" -m trainlab.workbook.workspace --open
 
 test: setup $(HUB_FOR_TESTS)  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
@@ -104,7 +104,7 @@ bench: setup wrappers  ## run the benchmarks (ONLY="kernels sparse" for some); t
 	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))
 
 notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/
-	"$(VPY)" -m trainlab.notebooks
+	"$(VPY)" -m trainlab.workbook.notebooks
 
 data: setup  ## download and verify real CIFAR-10 into data/ (needs internet)
 	"$(VPY)" -m trainlab.data --download

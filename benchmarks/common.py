@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from trainlab import atomic
-from trainlab.display import table  # noqa: F401 - re-exported: the benchmarks print their tables with it
+from trainlab.workbook.display import table  # noqa: F401 - re-exported: the benchmarks print their tables with it
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

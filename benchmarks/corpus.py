@@ -12,7 +12,8 @@ import argparse
 from collections import Counter
 
 from benchmarks.common import machine, table, write_result
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.checks.corpus import WrongFix
 from trainlab.checks.lab import LabExercise, judge_together
 from trainlab.device import resolve_device

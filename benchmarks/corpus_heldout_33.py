@@ -17,7 +17,8 @@ import textwrap
 
 from benchmarks import corpus
 from benchmarks.common import machine, table, write_result
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 from trainlab.debugging.exercises import (NAN3_HOOK_RESYNC, NAN3_ROUND_HOOK, host_copies,
                                           SLOW2_POST_HOOK, SLOW2_THREAD, SLOW3_CLOSURE)

@@ -18,7 +18,7 @@ import time
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from benchmarks.common import machine, table, write_result
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.device import resolve_device
 from trainlab.doctor.probe import Probe, StopTraining
 

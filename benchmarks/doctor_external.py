@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.device import resolve_device
 
 SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it

@@ -10,7 +10,8 @@ import contextlib
 import io
 
 from benchmarks.common import machine, table, write_result
-from trainlab import labs, paths
+from trainlab import paths
+from trainlab.workbook import labs
 from trainlab.device import resolve_device
 from trainlab.doctor.examine import diagnose_here
 

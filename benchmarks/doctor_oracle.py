@@ -23,7 +23,8 @@ from pathlib import Path
 
 from benchmarks.common import machine, write_result
 from benchmarks.doctor_external import CORPUS, diagnose
-from trainlab import drill, labs
+from trainlab import drill
+from trainlab.workbook import labs
 from trainlab.device import resolve_device
 from trainlab.doctor.examine import diagnose_here
 

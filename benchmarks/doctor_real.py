@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.device import resolve_device
 from trainlab.drill.edit import NotApplicable
 from trainlab.drill.mutations import MUTATIONS

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.device import resolve_device
 from trainlab.distributed import planner
 from trainlab.fsdp import runs

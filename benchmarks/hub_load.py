@@ -29,7 +29,8 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, table, write_result
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, wait_for_server
-from trainlab import checks, oom, runner
+from trainlab import checks
+from trainlab.processes import oom, runner
 from trainlab.checks import measure
 from trainlab.checks.__main__ import warm
 from trainlab.hub import limits

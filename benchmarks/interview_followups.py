@@ -12,7 +12,7 @@ published figures. Writes results/interview_followups.json.
 import argparse
 
 from benchmarks.common import machine, table, write_result
-from trainlab import published
+from trainlab.workbook import published
 from trainlab.data import DataConfig, DeviceLoader, load_images
 from trainlab.debugging import followups
 from trainlab.device import resolve_device

@@ -14,7 +14,7 @@ import tempfile
 import torch
 
 from benchmarks.common import kernel_device, machine, table, write_result
-from trainlab import timing
+from trainlab.measurement import timing
 from trainlab.memory import activations, asynchronous, checkpointing, hardware, precision, zero
 
 SUITE = "memory"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it

@@ -1,10 +1,10 @@
 """Which files in benchmarks/ `make bench` runs, and in what order: each benchmark declares itself.
 
-    SUITE = "fsdp"  # what it measures: a module (trainlab.modules.PACKAGES) or an area in CROSS_CUTTING
+    SUITE = "fsdp"  # what it measures: a module (trainlab.workbook.modules.PACKAGES) or an area in CROSS_CUTTING
     SECTION = 2     # its place among that suite's sections of results/SUMMARY.md
 
 The declarations are read from the source with ast, so listing the benchmarks imports none of them
-(each imports torch, and some build kernels). Module suites run in trainlab.modules' order, so a
+(each imports torch, and some build kernels). Module suites run in trainlab.workbook.modules' order, so a
 new module's benchmark takes its place with no edit here; a cross-cutting suite runs right after
 the module CROSS_CUTTING names. A file in benchmarks/ with a main() that is no benchmark is a tool,
 listed in TOOLS with the reason `make bench` leaves it out (tests/core/test_benchmarks_registry.py).
@@ -13,7 +13,7 @@ listed in TOOLS with the reason `make bench` leaves it out (tests/core/test_benc
 import ast
 from pathlib import Path
 
-from trainlab import modules
+from trainlab.workbook import modules
 
 FOLDER = Path(__file__).resolve().parent
 

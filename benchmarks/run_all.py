@@ -20,7 +20,7 @@ from contextlib import redirect_stdout
 
 from benchmarks import readme, registry
 from benchmarks.common import RESULTS
-from trainlab import runner
+from trainlab.processes import runner
 
 BENCHMARKS = registry.names()  # each benchmark declares its SUITE and SECTION: a new one joins with no edit here
 

@@ -24,7 +24,7 @@ from unittest import mock
 import torch
 
 from benchmarks.common import machine, table, write_result
-from trainlab import runner
+from trainlab.processes import runner
 
 SUITE = "distributed"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
 SECTION = 1

@@ -33,7 +33,7 @@ matplotlib.use("Agg")
 TESTS = Path(__file__).resolve().parent
 # `make test` hides GPUs; `make test-gpu` sets TRAINLAB_TEST_DEVICE=cuda for tests marked `device`.
 DEVICE = os.environ.get("TRAINLAB_TEST_DEVICE", "cpu")
-# Checked verdicts are recorded (trainlab.progress): the tests' go to a folder of their own, never
+# Checked verdicts are recorded (trainlab.workbook.progress): the tests' go to a folder of their own, never
 # a user's records; notebook kernels and check children inherit it.
 os.environ["TRAINLAB_PROGRESS_DIR"] = tempfile.mkdtemp(prefix="trainlab-test-progress-")
 # A multi-rank launch whose rank crashed inside torch (a fatal signal, no Python error) is launched
@@ -59,7 +59,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    from trainlab import warmstart
+    from trainlab.processes import warmstart
 
     os.environ["TRAINLAB_DATASET"] = dataset = config.getoption("data")
     if dataset == "cifar10":

@@ -88,7 +88,7 @@ def lab_requests(exercises, mode, in_sample=lambda name: True):
     """What a module's lab tests judge in one measuring child (`judge_together`): each exercise's shipped
     script and solution (in `make test` when in_sample(name), else in the rest) and the corpus entries
     this mode covers, as (exercise, variant, source)."""
-    from trainlab import labs
+    from trainlab.workbook import labs
 
     requests = []
     for exercise in exercises:

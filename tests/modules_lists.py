@@ -1,11 +1,11 @@
-"""The lists of notebook modules tests parametrize over, derived from trainlab.modules so that a new
+"""The lists of notebook modules tests parametrize over, derived from trainlab.workbook.modules so that a new
 module joins each with no edit here. Each function reads modules.MODULES when called, not when this
 file is imported: tests/core/test_recipes.py swaps in a throwaway module and checks every list has it.
 """
 
 import pytest
 
-from trainlab import modules
+from trainlab.workbook import modules
 
 # Notebooks whose browser tests in tests/browser/test_browser.py walk them whole or operate their widgets one by one
 OWN_BROWSER_TESTS = ("start", "debugging", "fsdp")

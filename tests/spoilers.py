@@ -23,7 +23,8 @@ spoilers any more.
 import functools
 import re
 
-from trainlab import drill, labs, paths
+from trainlab import drill, paths
+from trainlab.workbook import labs
 from trainlab.checks import exercises
 from trainlab.doctor.causes import CAUSES
 

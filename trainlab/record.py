@@ -1,7 +1,7 @@
 """`RunRecord`: what a training run measured, in one JSON-serialisable object.
 
 Written by `trainlab.loop.train`, read by the plots in
-`trainlab.plots`, the exercise checks (a child process sends it back as JSON) and the
+`trainlab.workbook.plots`, the exercise checks (a child process sends it back as JSON) and the
 benchmarks. Per-step series are read from the device in blocks at log points, so keeping
 them costs no host synchronisation per step.
 """

@@ -7,7 +7,7 @@ Playwright, and a notebook page whose cells are run, read and operated as a lear
         nb.cell(3).locator("button:has-text('Train')").click()
         nb.errors()                # the cells that raised, read from the saved notebook
 
-The server's root is a learner root as `make lab` makes it (`trainlab.workspace.sync`: the clean lab
+The server's root is a learner root as `make lab` makes it (`trainlab.workbook.workspace.sync`: the clean lab
 scripts beside the notebooks). Its notebook list is windowed off (every cell stays in the page, so a
 cell far down is there to click); nothing else differs from `make lab`.
 """
@@ -27,7 +27,8 @@ import nbformat
 import papermill.iorw
 import papermill.parameterize
 
-from trainlab import runner, workspace
+from trainlab.processes import runner
+from trainlab.workbook import workspace
 
 SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
 EXECUTED = re.compile(r"\[(\d+)\]")
@@ -42,7 +43,7 @@ def find_chromium():
 
 
 class LabServer:
-    """`make lab`'s server (trainlab.workspace.lab_command) on a free port with a known token,
+    """`make lab`'s server (trainlab.workbook.workspace.lab_command) on a free port with a known token,
     serving `root` as the learner's root; stopped with its whole process tree (kernels included) on exit."""
 
     def __init__(self, root, first_notebook=None, start_timeout=90, token=True):

@@ -20,7 +20,7 @@ import pytest
 from tests import modules_lists
 from tests.browser.jupyterlab import LabServer, NotebookPage, find_chromium, workspace_copy
 from tests.notebook_run import assert_locked_cells_stay_locked, texts
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.paths import BUILD, NOTEBOOKS, REPO
 
 SHOTS = BUILD / "browser"

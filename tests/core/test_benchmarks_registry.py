@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import registry, run_all
 from benchmarks.common import RESULTS
-from trainlab import modules
+from trainlab.workbook import modules
 
 
 def runnable():

@@ -1,10 +1,10 @@
-"""trainlab.cgroup: where this process's cgroup is and what it allows, read from files laid out as the kernel's."""
+"""trainlab.processes.cgroup: where this process's cgroup is and what it allows, read from files laid out as the kernel's."""
 
 import os
 
 import pytest
 
-from trainlab import cgroup, oom, runner
+from trainlab.processes import cgroup, oom, runner
 
 
 @pytest.mark.parametrize("text, controller, path", [

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from trainlab import checks, labs, paths
+from trainlab import checks, paths
+from trainlab.workbook import labs
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
          "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14}

@@ -10,7 +10,8 @@ import sys
 
 import nbformat
 
-from trainlab import labs, modules, paths
+from trainlab import paths
+from trainlab.workbook import labs, modules
 
 
 def code_of_notebook(path):

@@ -1,22 +1,27 @@
-"""Layers point one way: core (data, models, loop, runner, measurement helpers, published) <-
-distributed <- doctor <- checks <- drill <- the notebook module packages. A module imports only from
-its own layer or those below it, and no notebook module package imports another's (what two modules
-share moves down). Read from the source (every import, inside functions too), so a lazy import
-cannot hide an edge."""
+"""Layers point one way: core <- distributed <- doctor <- checks <- drill <- the notebook module packages
+<- the hub. A module imports only from its own layer or those below it, and no notebook module package
+imports another's (what two modules share moves down). Inside the core, three tiers: the top level (what
+every module trains with, and the base) <- processes/ and measurement/ (neither importing the other) <-
+workbook/. Read from the source (every import, inside functions too), so a lazy import cannot hide an
+edge; the short names the notebooks use (trainlab.labs, trainlab.runner) are not used inside the package."""
 
 import ast
 from pathlib import Path
 
-from trainlab import modules, paths
+import trainlab
+from trainlab import paths
+from trainlab.workbook import modules
 
 
 def layers():
-    """Each package's layer: every notebook module's package (trainlab.modules) on the fifth."""
-    return {"core": 0, "data": 0, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
+    """Each package's layer: every notebook module's package (trainlab.workbook.modules) on the fifth."""
+    return {**{tier: 0 for tier in CORE_TIERS}, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
             **{package: 5 for package in modules.PACKAGES},
             "hub": 6}  # the room's server (make hub): uses the package, nothing in it uses the hub
 
 
+# The core's tiers: top-level modules ("core") and data/ first, then processes/ and measurement/, then workbook/.
+CORE_TIERS = {"core": 0, "data": 0, "processes": 1, "measurement": 1, "workbook": 2}
 LAYERS = layers()
 
 
@@ -54,6 +59,20 @@ def test_imports_point_down_the_layers():
              if source != to and (LAYERS[to] > LAYERS[source]
                                   or (LAYERS[to] == LAYERS[source] == 5))]  # module packages stay apart
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_the_cores_tiers_point_down():
+    wrong = [f"{file} imports {target} ({source} -> {to})" for file, source, target, to in edges()
+             if source in CORE_TIERS and to in CORE_TIERS and source != to
+             and (CORE_TIERS[to] > CORE_TIERS[source] or CORE_TIERS[to] == CORE_TIERS[source] == 1)]
+    assert not wrong, "imports against the core's tiers:\n" + "\n".join(wrong)
+
+
+def test_the_package_uses_the_real_names_not_the_notebooks_short_ones():
+    short = {f"trainlab.{name}" for name in trainlab.SHORT_NAMES}
+    used = [f"{file} imports {target}" for file, _, target, _ in edges()
+            if target in short or target.rsplit(".", 1)[0] in short]
+    assert not used, "inside trainlab/, import the module where it lives:\n" + "\n".join(used)
 
 
 def test_the_check_sees_an_upward_import(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 import trainlab
 
 # Modules with no torch in them: the workbook's bookkeeping, the doctor's registry and prose, the room's server.
-PURE = ("trainlab", "trainlab.labs", "trainlab.paths", "trainlab.modules", "trainlab.published", "trainlab.progress",
-        "trainlab.atomic", "trainlab.runner", "trainlab.doctor.causes", "trainlab.doctor.phrases",
+PURE = ("trainlab", "trainlab.workbook.labs", "trainlab.paths", "trainlab.workbook.modules", "trainlab.workbook.published", "trainlab.workbook.progress",
+        "trainlab.atomic", "trainlab.processes.runner", "trainlab.doctor.causes", "trainlab.doctor.phrases",
         "trainlab.doctor.report", "trainlab.hub.grid", "trainlab.hub.records", "trainlab.hub.roster",
         "trainlab.hub.state")
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from trainlab import params
+from trainlab.workbook import params
 from trainlab.paths import REPO
 
 

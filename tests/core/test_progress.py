@@ -1,4 +1,4 @@
-"""trainlab.progress: each checked verdict is recorded with its attempt number, in the folder a
+"""trainlab.workbook.progress: each checked verdict is recorded with its attempt number, in the folder a
 setting names (the tests' own); a learner's progress is summarised per notebook; an instructor
 merges exported records into a table, a CSV and a plot; a damaged record file is named."""
 
@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from trainlab import checks, progress
+from trainlab import checks
+from trainlab.workbook import progress
 from trainlab.checks.core import Verdict
 
 

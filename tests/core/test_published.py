@@ -5,7 +5,8 @@ import re
 import nbformat
 import pytest
 
-from trainlab import paths, published
+from trainlab import paths
+from trainlab.workbook import published
 
 
 def test_a_link_is_read_one_way_and_its_datasheet_figure_cannot_be_divided_by():

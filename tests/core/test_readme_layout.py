@@ -3,7 +3,8 @@ package of trainlab/ is in it (a moved or new module leaves no stale or missing 
 
 import re
 
-from trainlab import modules, paths
+from trainlab import paths
+from trainlab.workbook import modules
 
 
 def layout_block():
@@ -33,6 +34,27 @@ def test_every_path_the_layout_lists_exists():
     assert len(listed) > 30, listed
     missing = [p for p in listed if p not in MADE_LATER and not (paths.REPO / p.rstrip("/")).exists()]
     assert not missing, f"the README's layout lists paths that do not exist: {missing}"
+
+
+def described_files():
+    """(package folder, file name) for every `name.py` a package's description in the block names."""
+    folder = None
+    for line in layout_block().splitlines():
+        indent = len(line) - len(line.lstrip())
+        if indent == 2:
+            first = re.split(r"\s{2,}", line.strip())[0]
+            folder = first if first.endswith("/") and len(first.split()) == 1 else None
+            line = line.strip()[len(first):]
+        if folder and indent >= 2:
+            yield from ((folder, name) for name in re.findall(r"\b(\w+\.py)\b", line))
+
+
+def test_files_a_package_line_describes_are_in_that_package():
+    named = list(described_files())
+    assert ("workbook/", "labs.py") in named and ("processes/", "runner.py") in named
+    missing = [f"{folder}{name}" for folder, name in named
+               if not list((paths.PACKAGE / folder).rglob(name))]
+    assert not missing, f"the README's layout describes files that are not there: {missing}"
 
 
 def test_every_part_of_the_package_is_in_the_layout():

@@ -1,5 +1,5 @@
 """What a new notebook module takes. RECIPE_NEW_MODULE lists the files it must touch (the docs quote
-it), and every module is checked to have them; a throwaway module added to trainlab.modules is
+it), and every module is checked to have them; a throwaway module added to trainlab.workbook.modules is
 checked to join every list derived from it, so no hand-written list can silently leave it out."""
 
 import re
@@ -9,15 +9,16 @@ import types
 from benchmarks import registry
 from tests import modules_lists
 from tests.core import test_layers
-from trainlab import modules, paths, progress
+from trainlab import paths
+from trainlab.workbook import modules, progress
 from trainlab.checks import exercises
 
 # The files a new module touches, in the order one writes them: (path, what it must hold - a regular expression in
 # which a space matches any whitespace - or None for the file itself, why). {number}, {package}, {notebook} and
 # {title} are the Module's. Every list the tests, benchmarks and progress reports keep of the modules derives from
-# trainlab/modules.py; the rest of this recipe is what each module writes of its own, and where the docs name it.
+# trainlab/workbook/modules.py; the rest of this recipe is what each module writes of its own, and where the docs name it.
 RECIPE_NEW_MODULE = (
-    ("trainlab/modules.py", r'Module\("{number}", "{package}", "{notebook}", "{title}"',
+    ("trainlab/workbook/modules.py", r'Module\("{number}", "{package}", "{notebook}", "{title}"',
      "declares the module once: every list of the modules derives from MODULES"),
     ("trainlab/{package}/__init__.py", None, "the module's code; its docstring lists its files (test_docstrings.py)"),
     ("trainlab/{package}/exercises.py", r"^EXERCISES = ", "its exercises, which the checks load (test_layers.py)"),
@@ -63,7 +64,7 @@ def test_every_module_has_every_file_of_the_recipe():
     missing = {m.package: lacking(m) for m in modules.MODULES}
     assert not any(missing.values()), {package: what for package, what in missing.items() if what}
     unwritten = lacking(THROWAWAY)  # the check sees what a module has not written yet
-    assert unwritten[0].startswith("trainlab/modules.py: ") and "trainlab/throwaway/__init__.py" in unwritten
+    assert unwritten[0].startswith("trainlab/workbook/modules.py: ") and "trainlab/throwaway/__init__.py" in unwritten
 
 
 def test_every_notebook_lab_folder_and_exercise_file_belongs_to_a_module():

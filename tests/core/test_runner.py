@@ -1,4 +1,4 @@
-"""trainlab.runner: raising, hanging and signal-killed children; failed ranks; no orphans."""
+"""trainlab.processes.runner: raising, hanging and signal-killed children; failed ranks; no orphans."""
 
 import io
 import json
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from trainlab import runner
+from trainlab.processes import runner
 
 
 def alive(pid):

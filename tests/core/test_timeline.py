@@ -1,4 +1,4 @@
-"""trainlab.timeline: a starved loader, a serialised all-reduce and a sleep between ops each show
+"""trainlab.measurement.timeline: a starved loader, a serialised all-reduce and a sleep between ops each show
 up in their own column; communication hidden behind compute shows up as overlap; the interval
 arithmetic and the GPU reading on a hand-made trace."""
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trainlab import runner, timeline
+from trainlab.measurement import timeline
+from trainlab.processes import runner
 
 SCRIPT = Path(__file__).parent / "scripts" / "timeline_cases.py"
 

@@ -1,4 +1,4 @@
-"""trainlab.warmstart: a child forked from the warm server is the same child a fresh interpreter
+"""trainlab.processes.warmstart: a child forked from the warm server is the same child a fresh interpreter
 would be (argv, cwd, environment, sys.path, __main__, output, exit status, traceback) - only
 started without importing torch again."""
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from trainlab import runner, warmstart
+from trainlab.processes import runner, warmstart
 
 pytestmark = pytest.mark.skipif(not warmstart.enabled(), reason="warm start is Linux-only or turned off")
 

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from tests import matrix
-from trainlab import checks, labs, paths
+from trainlab import checks, paths
+from trainlab.workbook import labs
 from trainlab.checks.corpus import WrongFix
 from trainlab.checks.core import Outcome
 from trainlab.checks.lab import judge_together

@@ -4,7 +4,8 @@ each rung timed and split by the profiler in a child process."""
 import pytest
 import torch
 
-from trainlab import loop, timeline
+from trainlab import loop
+from trainlab.measurement import timeline
 from trainlab.debugging import ladder
 
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.measure import run_variants
 from trainlab.debugging.panel import HypothesisPanel
 
@@ -83,7 +83,7 @@ def test_batch_browser_draws_each_page_as_an_image():
 
     import torch
 
-    from trainlab import plots
+    from trainlab.workbook import plots
 
     images = SimpleNamespace(train_x=torch.randint(0, 255, (64, 3, 32, 32), dtype=torch.uint8),
                              train_y=torch.arange(64) % 10, classes=[str(i) for i in range(10)])

@@ -15,7 +15,8 @@ import pytest
 
 from tests import matrix
 
-from trainlab import doctor, labs
+from trainlab import doctor
+from trainlab.workbook import labs
 from trainlab.doctor.examine import diagnose_here
 from trainlab.doctor import causes, report as report_module
 from trainlab.doctor.report import SEVERITIES

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.doctor import collectives
 from trainlab.doctor.multirank import diagnose_ranks, step_times
 from trainlab.doctor.report import SEVERITIES

@@ -18,7 +18,8 @@ from collections import Counter
 
 import pytest
 
-from trainlab import drill, labs
+from trainlab import drill
+from trainlab.workbook import labs
 from trainlab.checks.core import Incorrect
 from trainlab.checks.mechanisms import BY_CAUSE, Learns
 from trainlab.doctor.causes import CAUSES, menu

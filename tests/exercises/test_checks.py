@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.checks.core import Incorrect, LearnerError, TimedOut, Verdict
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10

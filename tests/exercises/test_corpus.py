@@ -4,7 +4,8 @@ every exercise's corpus applies to its lab; the warm-up's corpus through its own
 import pytest
 
 from tests import matrix
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
 
 LAB = "start/warmup"

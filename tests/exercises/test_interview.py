@@ -10,7 +10,8 @@ import pytest
 
 from tests import matrix, modules_lists, spoilers
 from tests.exercises import phrasings
-from trainlab import labs, paths, workspace
+from trainlab import paths
+from trainlab.workbook import labs, workspace
 from trainlab.checks import exercises, help_record, magic
 from trainlab.debugging import diagnosis
 from trainlab.checks.core import Exercise, Incorrect
@@ -277,7 +278,7 @@ def test_working_copies_are_created_once_never_overwritten_and_flagged_when_the_
 
 
 def test_a_prediction_hides_the_measurement_until_it_is_submitted(monkeypatch):
-    from trainlab import predict
+    from trainlab.workbook import predict
 
     shown, drawn = [], []
     monkeypatch.setattr(predict, "say", shown.append)
@@ -300,7 +301,7 @@ def test_a_prediction_hides_the_measurement_until_it_is_submitted(monkeypatch):
 
 
 def test_published_figures_have_sources_and_every_cited_one_exists():
-    from trainlab import published
+    from trainlab.workbook import published
 
     figures = published.everything()
     assert len(figures) >= 10
@@ -341,7 +342,7 @@ def widget_texts(obj, monkeypatch):
     import ipywidgets as w
 
     built = []
-    monkeypatch.setattr("trainlab.display.show_widget", lambda widget, text: built.append(widget))
+    monkeypatch.setattr("trainlab.workbook.display.show_widget", lambda widget, text: built.append(widget))
     for module in ("trainlab.debugging.diagnosis", "trainlab.checks.helpbox", "trainlab.debugging.panel"):
         monkeypatch.setattr(f"{module}.show_widget", lambda widget, text: built.append(widget), raising=False)
     monkeypatch.setattr("trainlab.debugging.panel.in_ipython", lambda: False)

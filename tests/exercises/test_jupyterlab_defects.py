@@ -7,7 +7,7 @@ from unittest import mock
 import ipywidgets
 
 from trainlab import paths
-from trainlab.display import table
+from trainlab.workbook.display import table
 from trainlab.kernels.profile import short_name
 
 
@@ -27,10 +27,10 @@ def test_long_operator_names_stay_distinct_when_shortened():
 
 
 def test_make_lab_serves_the_learners_folder_and_its_url_opens_the_first_notebook():
-    from trainlab import workspace
+    from trainlab.workbook import workspace
 
     target = re.search(r"^lab:.*?(?=^\S)", (paths.REPO / "Makefile").read_text(), re.M | re.S).group(0)
-    assert "trainlab.workspace --open" in target and "cd notebooks" not in target
+    assert "trainlab.workbook.workspace --open" in target and "cd notebooks" not in target
     cmd = workspace.lab_command()
     assert f"--ServerApp.root_dir={paths.WORK}" in cmd  # not the repository: solutions/, docs/ are not one click away
     assert "--LabApp.default_url=/lab/tree/00_start_here.ipynb" in cmd
@@ -73,7 +73,7 @@ def test_the_byte_widget_starts_where_the_sweep_measured():
 
 
 def test_workspace_open_starts_jupyterlab_in_the_learners_folder(monkeypatch):
-    from trainlab import workspace
+    from trainlab.workbook import workspace
 
     calls = []
     monkeypatch.setattr(workspace, "sync", lambda: ([], []))  # leave the learner's work/ alone

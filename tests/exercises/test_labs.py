@@ -1,8 +1,9 @@
-"""trainlab.labs: the one-file format for a bug and its fix, with every fix named by its cause."""
+"""trainlab.workbook.labs: the one-file format for a bug and its fix, with every fix named by its cause."""
 
 import pytest
 
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 
 
 def test_every_lab_parses_with_a_complete_header_and_named_fixes():

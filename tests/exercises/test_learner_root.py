@@ -4,7 +4,8 @@ answer away - the notebooks, and each lab script as a colleague would hand it ov
 import nbformat
 
 from tests import spoilers
-from trainlab import drill, labs, workspace
+from trainlab import drill
+from trainlab.workbook import labs, workspace
 
 
 def test_no_file_under_the_learners_root_holds_an_answer(tmp_path):

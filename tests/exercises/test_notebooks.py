@@ -7,7 +7,7 @@ import papermill
 import pytest
 
 from tests.notebook_run import SETUP_CELL, differing_cells, run_solution
-from trainlab import notebooks
+from trainlab.workbook import notebooks
 from trainlab.paths import NOTEBOOKS, SOLUTIONS
 
 NAMES = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))

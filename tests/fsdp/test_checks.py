@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests import matrix
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.core import Verdict
 from trainlab.fsdp import exercises as fsdp
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.distributed import checkpoint
 from trainlab.fsdp import runs
 

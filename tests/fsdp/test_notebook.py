@@ -30,7 +30,7 @@ def check_rendered_answer(nb):
     import re
 
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
 
     shown = texts(nb, "interview-answer")
     one_way = published.link("h100-nvlink").one_way
@@ -47,7 +47,7 @@ def check_rendered_followups(nb):
     PCIe time is 70B / 64 ranks x 4 bytes, twice a step (fp32 shards copied before each all-gather), at the H100's
     64 GB/s each way."""
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
     from trainlab.distributed import planner
 
     shown = texts(nb, "interview-followups")

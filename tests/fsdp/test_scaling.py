@@ -9,7 +9,7 @@ import ast
 import pytest
 import torch
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.distributed.batchnorm import CrossRankBatchNorm2d, convert
 from trainlab.distributed import scaling
 from trainlab.fsdp import accumulation, experiments

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import requests
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.paths import REPO
 
 

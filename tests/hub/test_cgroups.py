@@ -38,7 +38,7 @@ def test_a_learners_cgroup_kills_their_process_above_the_memory_limit_and_no_oth
 
 KERNEL = """
 import json, sys
-from trainlab import runner
+from trainlab.processes import runner
 result = runner.run_python(source=sys.argv[1], stream=False, timeout=60)
 print(json.dumps({"returncode": result.returncode, "error": result.error}))
 """

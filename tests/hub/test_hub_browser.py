@@ -13,7 +13,8 @@ import pytest
 
 from tests.browser.jupyterlab import NotebookPage, find_chromium
 from tests.hub.hubserver import RoomHub, hub_environment_missing
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.paths import BUILD
 
 SHOTS = BUILD / "browser"

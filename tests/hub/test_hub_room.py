@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, server_process, wait_for_server
-from trainlab import labs, runner
+from trainlab.processes import runner
+from trainlab.workbook import labs
 from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO
 

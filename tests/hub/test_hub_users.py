@@ -21,7 +21,7 @@ import pytest
 
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_process, wait_for_server
 from tests.hub.test_hub_room import CHECK
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.hub import cgroups, limits
 from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from trainlab import progress
+from trainlab.workbook import progress
 from trainlab.paths import REPO
 from trainlab.hub import grid, limits, roster, safety, state
 from trainlab.hub.records import Records, clean

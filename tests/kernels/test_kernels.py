@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from tests import matrix
-from trainlab import checks, labs
-from trainlab import timing
+from trainlab import checks
+from trainlab.workbook import labs
+from trainlab.measurement import timing
 from trainlab.kernels import adamw, chain, cross_entropy, labcheck, specs, triton_env, validate
 
 
@@ -228,7 +229,7 @@ def test_profile_groups_the_step_and_attributes_the_optimizer():
 
 def test_every_triton_launch_compiles_for_a_gpu_without_one():
     # the interpreter accepted a non-constexpr global in the chain kernel; the compiler does not
-    from trainlab import runner
+    from trainlab.processes import runner
 
     result = runner.run_python(module="trainlab.kernels.gpu_compile", timeout=300, stream=False)
     assert result.ok, result.output[-3000:]

@@ -14,7 +14,7 @@ def check_rendered(nb):
     import re
 
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
 
     shown = texts(nb, "interview-followups")
     found = re.search(r"cost ([\d.]+) us here, so the profiled step's (\d+) calls under\s+\d+ us pay about ([\d.]+) ms", shown)

@@ -4,7 +4,8 @@ both budgets with the same gradients, and every corpus entry gets its expected v
 import pytest
 
 from tests import matrix
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 
 pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make test-cifar runs them on CIFAR-10
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from trainlab.device import cpu_has_native_bf16
-from trainlab import timing
+from trainlab.measurement import timing
 from trainlab.memory import hardware
 
 

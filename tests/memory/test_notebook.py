@@ -15,7 +15,7 @@ def check_rendered(nb):
     import re
 
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
 
     shown = texts(nb)
     best = re.search(r"Best matmul: ([^\n]*)", shown)
@@ -31,7 +31,7 @@ def check_rendered_followups(nb):
     """05's follow-ups: the stage figures for 70B on 64 ranks are the planner's, the implicit momentum is 1 - 1/M for the
     simulation's 16 workers, and the bf16-less GPUs, MIG and tensor-core alignment are cited from the data file."""
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
     from trainlab.distributed import planner
 
     shown = texts(nb, "interview-answer") + texts(nb, "interview-followups")

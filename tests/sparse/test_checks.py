@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from tests import matrix
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 from trainlab.sparse import exercises as sparse_exercises
 from trainlab.sparse.labcheck import case_values
 

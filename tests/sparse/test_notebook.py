@@ -13,7 +13,7 @@ def check_rendered(nb):
     import re
 
     from tests.notebook_run import texts
-    from trainlab import published
+    from trainlab.workbook import published
 
     shown = texts(nb, "interview-answer")
     floor_ms = 2 * 7 / 8 * 1e9 / published.link("h100-nvlink").one_way * 1e3

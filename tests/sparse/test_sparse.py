@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.sparse import cost
 
 WORLD_SIZES = (2, 3, 4)

@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from trainlab import checks, labs
+from trainlab import checks
+from trainlab.workbook import labs
 
 
 def main(argv=None):

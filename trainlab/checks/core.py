@@ -19,10 +19,11 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import labs, progress, runner
+from trainlab.processes import runner
+from trainlab.workbook import labs, progress
 from trainlab.device import chosen
 from trainlab.checks import help_record, locks
-from trainlab.display import Code, say, show
+from trainlab.workbook.display import Code, say, show
 
 
 class Outcome(Exception):

@@ -20,7 +20,7 @@ alternative of every exercise, and the first entry of every kind of wrong fix - 
 import re
 from dataclasses import dataclass
 
-from trainlab import labs
+from trainlab.workbook import labs
 
 
 class EditError(ValueError):

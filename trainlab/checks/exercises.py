@@ -10,7 +10,7 @@ module's exercise file can import the checks framework without an import cycle.
 import functools
 import importlib
 
-from trainlab import labs, modules
+from trainlab.workbook import labs, modules
 from trainlab.device import choose
 
 

@@ -10,7 +10,8 @@ it read, and this module listens (a learner's copy under work/labs counts for it
 
 from pathlib import Path
 
-from trainlab import doctor, labs
+from trainlab import doctor
+from trainlab.workbook import labs
 
 HELP = {}  # lab -> ["hint 1", "solution", ...] in the order used
 DOCTOR_READ = []  # resolved paths of the scripts the doctor read in this kernel

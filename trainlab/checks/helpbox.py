@@ -8,7 +8,7 @@ to anyone stepping to the next section; a button does nothing until it is clicke
 """
 
 from trainlab.checks import core, help_record
-from trainlab.display import show, show_widget
+from trainlab.workbook.display import show, show_widget
 
 
 class HelpBox:

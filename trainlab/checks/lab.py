@@ -28,7 +28,7 @@ and live in `trainlab/checks/mechanisms/`, one file per category (`BY_CAUSE`), s
 
 import math
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, Outcome, TimedOut, Verdict, same_text
 from trainlab.checks.measure import run_variants
 from trainlab.checks.mechanisms.outcome import GUARDS, Learns

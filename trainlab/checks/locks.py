@@ -17,8 +17,8 @@ solution notebook.
 import nbformat
 
 from trainlab import paths
-from trainlab.display import say
-from trainlab.notebooks import opens_after
+from trainlab.workbook.display import say
+from trainlab.workbook.notebooks import opens_after
 
 PASSED = set()  # exercises whose check passed in this kernel
 

@@ -13,9 +13,9 @@ script itself, so a crash or hang in it cannot take the kernel down.
     %lab_reset debugging/nc_2     # this cell becomes the lab's shipped script again
 """
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks import exercises
-from trainlab.display import in_ipython, say
+from trainlab.workbook.display import in_ipython, say
 
 LAST_SOURCE = {}  # exercise name -> the text of the last %%lab cell run
 

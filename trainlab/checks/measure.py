@@ -39,8 +39,9 @@ from pathlib import Path
 
 import torch
 
-from trainlab import atomic, paths, runner
-from trainlab.display import working
+from trainlab import atomic, paths
+from trainlab.processes import runner
+from trainlab.workbook.display import working
 from trainlab.doctor import quick_experiments
 from trainlab.doctor.execute import execute
 from trainlab.doctor.probe import Probe

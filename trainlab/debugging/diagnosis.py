@@ -18,10 +18,10 @@ grades the diagnosis and the fix separately: this module hands the checks its gr
 import html
 from dataclasses import dataclass
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks import core, help_record
 from trainlab.debugging import investigate
-from trainlab.display import say, show_widget
+from trainlab.workbook.display import say, show_widget
 from trainlab.doctor import causes as catalogue
 
 STATED = {}  # lab -> [Diagnosis, ...] in the order stated; the first is graded

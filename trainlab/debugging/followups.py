@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainlab import timing
+from trainlab.measurement import timing
 from trainlab.models import ModelConfig, build_model
 
 

@@ -16,7 +16,7 @@ from trainlab import drill
 from trainlab.checks import help_record
 from trainlab.checks.magic import cell_text
 from trainlab.debugging import diagnosis, investigate
-from trainlab.display import Code, in_ipython, say, show, show_widget
+from trainlab.workbook.display import Code, in_ipython, say, show, show_widget
 
 
 class MockInterview:

@@ -16,10 +16,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import doctor, labs
+from trainlab import doctor
+from trainlab.workbook import labs
 from trainlab.checks import help_record
 from trainlab.doctor import quick_experiments, trend
-from trainlab.display import say, table, working
+from trainlab.workbook.display import say, table, working
 
 STEPS = 60  # optimizer steps of the instrumented run: enough for every experiment below (notebooks
 # set it lower for smoke runs)

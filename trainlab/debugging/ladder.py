@@ -10,7 +10,7 @@ processes (1, 2, 4, ... up to the cores), `pin_memory`, `persistent_workers`,
 `prefetch_factor`; the device-resident loader (the whole split on the device, augmented in
 batches); no per-step host reads (`.item()`); channels_last; mixed precision; torch.compile.
 Each row gives images/s (timed steps, no profiler), the time split of a profiled step
-(`trainlab.timeline`: compute, data, sync, idle, in ms) and the part of the split the rung
+(`trainlab.measurement.timeline`: compute, data, sync, idle, in ms) and the part of the split the rung
 moved most. The training set is cut to `images_per_epoch`, so the timed steps cross an epoch
 boundary and worker start-up (what `persistent_workers` saves) is in the measurement.
 
@@ -28,10 +28,12 @@ from pathlib import Path
 import torch
 from torch.profiler import record_function
 
-from trainlab import atomic, runner, timeline
+from trainlab import atomic
+from trainlab.measurement import timeline
+from trainlab.processes import runner
 from trainlab.data import DataConfig, DeviceLoader, ImageDataset, load_images, standard_transform
 from trainlab.device import autocast_dtype, resolve_device, resolve_precision, synchronize
-from trainlab.display import working
+from trainlab.workbook.display import working
 from trainlab.models import ModelConfig, build_model
 
 BATCH = 128

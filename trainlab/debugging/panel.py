@@ -18,9 +18,9 @@ import textwrap
 
 import matplotlib.pyplot as plt
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.corpus import EditError, clip_gradients, lower_lr, no_lr_schedule, no_weight_decay
-from trainlab.display import in_ipython, show, show_widget
+from trainlab.workbook.display import in_ipython, show, show_widget
 from trainlab.checks.measure import run_variants
 
 CHANGES = {"lower the learning rate 10x": lower_lr,

@@ -89,7 +89,7 @@ def plot_time_split(rows, title="where a step's time goes", share=False):
 def plot_ladder(rows, title="from the textbook loop to the reference loop, one change per rung"):
     """Module 01's ladder (trainlab.debugging.ladder): images/s per rung, and each rung's profiled
     step split into the timeline's categories."""
-    from trainlab.plots import plot_step_split
+    from trainlab.workbook.plots import plot_step_split
 
     fig, (ax_rate, ax_split) = plt.subplots(1, 2, figsize=(13, 1.5 + 0.42 * len(rows)), sharey=True,
                                             gridspec_kw={"width_ratios": [1, 1.4]})

@@ -13,5 +13,5 @@
 - `planner.py`: per-rank model-state memory for DDP, ZeRO-1/2/3 and offload, and the ring traffic formulas;
 - `scaling.py`: the flat ring model of a collective's time over a link, and scaling projections.
 
-Launches go through `trainlab.runner.run_distributed` (torchrun, time limits, failed rank named).
+Launches go through `trainlab.processes.runner.run_distributed` (torchrun, time limits, failed rank named).
 """

@@ -21,9 +21,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from trainlab import atomic, runner
+from trainlab import atomic
+from trainlab.processes import runner
 from trainlab.data import DataConfig, DeviceLoader, load_images
-from trainlab.display import while_working
+from trainlab.workbook.display import while_working
 from trainlab.distributed.setup import init, seed_everything, shutdown
 from trainlab.models import ModelConfig, build_model
 

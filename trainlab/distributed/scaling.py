@@ -28,7 +28,7 @@ Used by notebook 02 (time, not only bytes) and benchmarks/fsdp_time.py.
 
 from dataclasses import dataclass
 
-from trainlab import published
+from trainlab.workbook import published
 
 PROTOCOLS = ("ll", "ll128", "simple")
 # NCCL's per-protocol figures (tuning.cc): bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)

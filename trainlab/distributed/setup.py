@@ -91,7 +91,7 @@ def shutdown(exit_process=False):
     (ProcessGroupGloo::runLoop) destroys a finished barrier's work, whose tensors still own Python
     objects; their decref waits for the GIL, which CPython 3.11 answers during finalisation by
     pthread_exit - a forced unwind through a noexcept C++ destructor, so std::terminate. Warm
-    ranks (trainlab/warmstart.py) end with os._exit in any case. Call it last, when everything
+    ranks (trainlab/processes/warmstart.py) end with os._exit in any case. Call it last, when everything
     is written."""
     if dist.is_initialized():
         dist.barrier()

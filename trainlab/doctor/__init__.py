@@ -9,6 +9,7 @@ applies the checklist:
 - `examine.py`: one script in this process: run it, measure, run the quick experiments, rank;
 - `execute.py`: the one way a script file or source text runs under the probe (the checks use it too);
 - `probe.py`: global hooks for the run, sending events to the instruments (`instruments/`, one per file);
+- `patching.py`: patch attributes for the run, every one restored (the probe's and the ranks' wrappers);
 - `quick_experiments.py`: the quick experiments on a copy of the model (overfit, control run, LR range, label test);
 - `trend.py`: is the run learning, decided from the run itself;
 - `rules/`: the checklist's rules, from measurements to findings, one file per category;
@@ -25,7 +26,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.doctor.report import Finding, Report  # noqa: F401
 
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 

@@ -47,7 +47,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from trainlab.doctor.instruments.base import is_dtensor, is_sharded, wrapped_module  # noqa: F401 - re-exported
 from trainlab.doctor.instruments import INSTRUMENTS
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
-from trainlab.patching import Patches
+from trainlab.doctor.patching import Patches
 
 EVENTS = ("outermost_forward_start", "root_forward_start", "forward_end", "root_forward_end", "backward_start",
           "backward_end", "step_start", "step_end", "step_counted", "iteration_end")

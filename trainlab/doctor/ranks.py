@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from trainlab import atomic
-from trainlab.patching import Patches
+from trainlab.doctor.patching import Patches
 from trainlab.doctor import collectives
 from trainlab.doctor.probe import DETAIL_STEPS, is_dtensor, is_sharded, wrapped_module
 

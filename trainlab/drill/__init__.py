@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import atomic, labs, paths
+from trainlab import atomic, paths
+from trainlab.workbook import labs
 from trainlab.checks import exercises
 from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
 from trainlab.checks.lab import LabExercise

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from trainlab import labs, runner
+from trainlab.processes import runner
+from trainlab.workbook import labs
 from trainlab.checks.core import Exercise, Verdict, same_text
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 from trainlab.fsdp.runs import max_state_diff

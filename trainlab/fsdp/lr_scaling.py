@@ -19,7 +19,7 @@ Used by notebook 02 (scaling the CIFAR CNN).
 from dataclasses import replace
 
 from trainlab.data import DataConfig, load_images
-from trainlab.display import while_working
+from trainlab.workbook.display import while_working
 from trainlab.loop import TrainConfig, train
 from trainlab.models import ModelConfig
 

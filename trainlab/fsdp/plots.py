@@ -57,8 +57,8 @@ def plot_losses(curves, title="training loss: one process vs N ranks (same globa
 
 
 def plot_rank_splits(results, title="where each rank's step goes (profiled steps, ms)"):
-    """results: {label: steptime result}; one stacked bar per rank, in trainlab.timeline's categories."""
-    from trainlab.plots import plot_step_split
+    """results: {label: steptime result}; one stacked bar per rank, in trainlab.measurement.timeline's categories."""
+    from trainlab.workbook.plots import plot_step_split
 
     rows = {f"{label}, rank {r}": {c: 1e3 * rank["split"][c] for c in ("compute", "communication", "data", "sync", "idle")}
             for label, res in results.items() for r, rank in enumerate(res["ranks"])}

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import torch
 
-from trainlab import labs, runner
-from trainlab.display import while_working
+from trainlab.processes import runner
+from trainlab.workbook import labs
+from trainlab.workbook.display import while_working
 
 LAB = "fsdp/train"
 

@@ -8,7 +8,7 @@ reshard_after_forward, prefetch and async_unshard (FSDP2), replicas (HSDP's repl
 Measured, in this order: two warm-up steps (FSDP's lazy set-up, the allocator); one step under
 the collective counter (calls and bytes per kind, with each call's group size); `steps` timed
 steps between barriers (the step time is the slowest rank's); `profiled` steps under the
-profiler, one Chrome trace per rank (OUT-rank<r>.json) split by `trainlab.timeline`.
+profiler, one Chrome trace per rank (OUT-rank<r>.json) split by `trainlab.measurement.timeline`.
 """
 
 import dataclasses
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import record_function
 
-from trainlab import timeline
+from trainlab.measurement import timeline
 from trainlab.device import synchronize
 from trainlab.distributed import accounting
 from trainlab.distributed import launches, scaling

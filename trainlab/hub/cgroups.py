@@ -17,7 +17,7 @@ kernel's OOM killer stops a process of that learner alone.
 
 import os
 
-from trainlab.cgroup import ROOT, own_path
+from trainlab.processes.cgroup import ROOT, own_path
 
 PARENT = "trainlab"  # every learner's group sits under <the hub's own cgroup>/trainlab/
 

@@ -18,7 +18,8 @@ import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from trainlab import paths, workspace
+from trainlab import paths
+from trainlab.workbook import workspace
 from trainlab.hub import limits, roster, spawners, state
 from trainlab.hub.proxy import KeptProxy
 from trainlab.hub.scopes import CUSTOM_SCOPES, ROOM, SERVER_TOKEN, VIEW, roles

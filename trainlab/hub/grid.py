@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from trainlab import progress
+from trainlab.workbook import progress
 
 STUCK_AFTER_S = 600
 

@@ -1,6 +1,6 @@
 """The room's records on disk: one JSON-lines file per learner under <state>/records/.
 
-A record arrives as the learner's kernel posted it (`trainlab.progress.send_to_room`); `clean` keeps
+A record arrives as the learner's kernel posted it (`trainlab.workbook.progress.send_to_room`); `clean` keeps
 only the known fields and writes the learner's name from the hub token that sent it, so a learner
 cannot write records in someone else's name. Files are 0600: the state folder is the hub's alone.
 """
@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from trainlab import progress
+from trainlab.workbook import progress
 from trainlab.hub import grid
 
 VERDICTS = {"pass", "incorrect", "error", "timed out", "not attempted"}

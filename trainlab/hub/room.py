@@ -2,7 +2,7 @@
 
     python -m trainlab.hub.room        # started by the hub (config.py), never by hand
 
-- POST <prefix>api/records  one record, sent by `trainlab.progress.record` from the learner's kernel
+- POST <prefix>api/records  one record, sent by `trainlab.workbook.progress.record` from the learner's kernel
   with the learner's own hub API token: the learner is the token's owner, never the record's claim,
   so nobody can write records in another's name. Appended to <state>/records/<learner>.jsonl.
 - GET <prefix>              the grid (grid.py) for instructors (scope custom:trainlab-room:view,
@@ -21,7 +21,7 @@ from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuth
 from jupyterhub.utils import url_path_join
 from tornado import ioloop, web
 
-from trainlab import progress
+from trainlab.workbook import progress
 from trainlab.hub import grid, roster, state
 from trainlab.hub.records import Records, clean
 from trainlab.hub.scopes import VIEW

@@ -2,7 +2,7 @@
 
     python -m trainlab.hub.singleuser [jupyterhub-singleuser arguments]
 
-The working copy is ~/trainlab, made by the same `trainlab.workspace.sync` that `make lab` uses:
+The working copy is ~/trainlab, made by the same `trainlab.workbook.workspace.sync` that `make lab` uses:
 copied the first time, an edited notebook never overwritten. Running as the learner means the files
 are theirs (mode 0700 home with the Unix-user and systemd spawners).
 """
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from trainlab import workspace
+from trainlab.workbook import workspace
 
 FOLDER = "trainlab"
 

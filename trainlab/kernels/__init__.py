@@ -7,7 +7,7 @@ version for the CPU rung of the ladder (`cpp.py`, registered as operators by `li
 - `adamw.py`: a multi-tensor AdamW update in one launch, and an optimizer using it;
 - `attention.py`: where a fused kernel does beat the library's matmuls.
 `validate.py` checks a kernel against float64 references (`specs.py` describes ours), `ladder.py`
-puts eager / torch.compile / Triton / C++ side by side (timed with `trainlab.timing`), `peak_memory.py`
+puts eager / torch.compile / Triton / C++ side by side (timed with `trainlab.measurement.timing`), `peak_memory.py`
 compares peak memory, `parity.py` trains with each kernel against eager, `autotune.py` tunes a
 tile shape, `gpu_compile.py` compiles for a GPU without one, `profile.py` shows where the training
 step spends its time and `plots.py` draws it, `overheads.py` measures a call's fixed cost and a sum's order; `exercises.py` and `labcheck.py` judge the labs.

@@ -10,7 +10,7 @@ Measured against sequence length on the workbook ViT's attention shape (4 heads 
     rows = attention.compare((64, 256, 1024), device="cpu")
 
 Peak bytes of one forward and backward are the allocator's, on CPU as on GPUs
-(`trainlab.peaks.peak_above_start`), so the blocks of scores a fused kernel allocates inside itself count.
+(`trainlab.measurement.peaks.peak_above_start`), so the blocks of scores a fused kernel allocates inside itself count.
 """
 
 import math
@@ -18,8 +18,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from trainlab import timing
-from trainlab.peaks import peak_above_start
+from trainlab.measurement import timing
+from trainlab.measurement.peaks import peak_above_start
 
 HEADS, HEAD_DIM = 4, 16  # module 02's ViT: width 64 in 4 heads
 

@@ -14,7 +14,7 @@ timing there would measure NumPy, not a GPU, and none is reported.
 
 import torch
 
-from trainlab.display import while_working
+from trainlab.workbook.display import while_working
 from trainlab.kernels import chain, triton_env
 from trainlab.kernels.triton_env import triton
 

@@ -4,7 +4,7 @@
     %%lab kernels/softmax_mask      %%lab kernels/rmsnorm_stride      %%lab kernels/fake_speedup
 """
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import CorrectAlternative, WrongFix, fixed, shipped
 

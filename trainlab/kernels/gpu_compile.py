@@ -27,7 +27,7 @@ import time  # noqa: E402
 
 import torch  # noqa: E402
 
-from trainlab import labs  # noqa: E402
+from trainlab.workbook import labs  # noqa: E402
 from trainlab.kernels import adamw, chain, cross_entropy, specs, triton_env  # noqa: E402
 
 SHAPES = {"chain": [(3, 7), (17, 257)], "cross_entropy": [(7, 10), (3, 4097)]}

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from trainlab import atomic
-from trainlab import timing
+from trainlab.measurement import timing
 from trainlab.kernels import validate
 
 ROW_SHAPES = [(1, 1), (1, 3), (4, 16), (7, 10), (8, 1024), (3, 1025), (37, 1000)]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from trainlab.display import while_working
-from trainlab import timing
+from trainlab.workbook.display import while_working
+from trainlab.measurement import timing
 from trainlab.kernels import adamw, chain, cross_entropy, triton_env
 
 

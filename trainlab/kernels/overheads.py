@@ -8,7 +8,7 @@ how far a float32 sum moves when only its order changes (why atomics make a kern
 
 import torch
 
-from trainlab import timing
+from trainlab.measurement import timing
 
 
 def per_call_s(device="cpu", calls=100, repeats=20):

@@ -7,7 +7,7 @@ AdamW updates in place where eager's foreach ops allocate temporaries per tensor
 
     rows = peak_memory.compare(device="cpu")
 
-Peak bytes allocated above what was live before the call (`trainlab.peaks`).
+Peak bytes allocated above what was live before the call (`trainlab.measurement.peaks`).
 Gradients are dropped at the end of each call, so every call starts from the same live set.
 """
 
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from trainlab.kernels import adamw, chain, cross_entropy
-from trainlab.peaks import peak_above_start
+from trainlab.measurement.peaks import peak_above_start
 
 
 def _cross_entropy_case(device, impl, rows=2048, classes=8192):

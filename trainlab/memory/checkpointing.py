@@ -12,7 +12,7 @@ so the peak is smallest near k ~ sqrt(L * boundary / block). Measured on the wor
 
     rows = checkpointing.sweep(depth=16, ks=(None, 1, 2, 4, 8, 16))
 
-Memory is the allocator's (`trainlab.peaks`: its peak on GPUs, the profiler's memory events on
+Memory is the allocator's (`trainlab.measurement.peaks`: its peak on GPUs, the profiler's memory events on
 CPU); recomputed work is counted in FLOPs with `FlopCounterMode`, which sees the forward ops
 rerun inside backward; time is the median of a few steps.
 """
@@ -25,9 +25,9 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainlab.display import progress
-from trainlab import timing
-from trainlab.peaks import cpu_allocations, peak_above_start
+from trainlab.workbook.display import progress
+from trainlab.measurement import timing
+from trainlab.measurement.peaks import cpu_allocations, peak_above_start
 from trainlab.models import ModelConfig, build_model
 
 # Selective checkpointing keeps what is expensive to recompute (matmul outputs, attention) and

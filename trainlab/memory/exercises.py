@@ -10,7 +10,7 @@ autocast stays on (fp16).
     %%lab memory/prec_2
 """
 
-from trainlab import labs
+from trainlab.workbook import labs
 from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import (CorrectAlternative, Edit, WrongFix, clip_gradients, fixed, masters_by_hooks,
                                     raise_lr, round_weights_hook, shipped)

@@ -22,9 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainlab import published, runner
-from trainlab.display import while_working
-from trainlab import timing
+from trainlab.processes import runner
+from trainlab.workbook import published
+from trainlab.workbook.display import while_working
+from trainlab.measurement import timing
 
 CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 

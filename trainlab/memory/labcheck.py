@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainlab import atomic
-from trainlab.peaks import peak_above_start
+from trainlab.measurement.peaks import peak_above_start
 from trainlab.models import ModelConfig, build_model
 
 DEPTH, WIDTH, BATCH = 12, 64, 32

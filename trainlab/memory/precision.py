@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from trainlab.data import DataConfig, DeviceLoader, load_images
-from trainlab.display import progress
+from trainlab.workbook.display import progress
 from trainlab.models import ModelConfig, build_model
 
 FORMATS = ("float32", "tf32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")

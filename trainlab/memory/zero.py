@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from trainlab.display import while_working
+from trainlab.workbook.display import while_working
 from trainlab.distributed import accounting
 from trainlab.distributed import launches, planner
 from trainlab.distributed.parallelize import apply_ddp, apply_fsdp

@@ -8,8 +8,8 @@ import json
 import math
 from pathlib import Path
 
-from trainlab import runner
-from trainlab.display import while_working
+from trainlab.processes import runner
+from trainlab.workbook.display import while_working
 from trainlab.sparse import cost
 
 SPARSE = ("gloo_sparse", "allgather", "partitioned", "recursive_doubling")

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
-from trainlab import runner
+from trainlab.processes import runner
 from trainlab.doctor.instruments.base import Instrument, mean, median, median_float
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.syncs import HostReads

@@ -227,7 +227,7 @@ def hta(traces):
         from hta.trace_analysis import TraceAnalysis
     except ImportError as exc:
         raise ImportError("Holistic Trace Analysis is an optional install: pip install HolisticTraceAnalysis "
-                          "(trainlab.timeline.split reads the same traces without it)") from exc
+                          "(trainlab.measurement.timeline.split reads the same traces without it)") from exc
     analysis = TraceAnalysis(trace_files={rank: Path(p).name for rank, p in traces.items()}, trace_dir=str(folders.pop()))
     return {"temporal": analysis.get_temporal_breakdown(visualize=False),
             "overlap": analysis.get_comm_comp_overlap(visualize=False)}

@@ -22,7 +22,8 @@ import sys
 
 import nbformat
 
-from trainlab import labs, paths
+from trainlab import paths
+from trainlab.workbook import labs
 
 REPO, SOLUTIONS, NOTEBOOKS = paths.REPO, paths.SOLUTIONS, paths.NOTEBOOKS
 LAB_CELL = re.compile(r"^%%lab\s+(\S+)")

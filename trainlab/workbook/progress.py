@@ -28,7 +28,8 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
-from trainlab import atomic, labs, modules
+from trainlab import atomic
+from trainlab.workbook import labs, modules
 
 RECORDS = "records.jsonl"
 SENT = "room-sent"  # how many of them the room view has stored (a hub restart can miss some)

@@ -24,12 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-from trainlab import atomic, labs, paths
+from trainlab import atomic, paths
+from trainlab.workbook import labs
 
 WORK = paths.WORK
 MANIFEST = ".shipped.json"  # file in work/ -> hash of what was written there (a notebook: also the shipped one's)
 FIRST = "00_start_here.ipynb"
-LAB_SETTINGS = Path(__file__).resolve().parent / "lab_settings"  # JupyterLab defaults: no news prompt
+LAB_SETTINGS = Path(__file__).resolve().parent.parent / "lab_settings"  # JupyterLab defaults: no news prompt
 
 
 def _hash(data):

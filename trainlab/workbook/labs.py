@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from trainlab import modules, paths
+from trainlab import paths
+from trainlab.workbook import modules
 
 HEADER = re.compile(r"^#\|(.*)$")
 FIX_LINE = re.compile(r"^(\s*)#\+(?:\[([\w-]+)\])? ?(.*)$")

@@ -14,7 +14,7 @@ papermill parameter (`given=`); with none, the measured value stays out of the o
 
 import math
 
-from trainlab.display import say, show_widget
+from trainlab.workbook.display import say, show_widget
 
 
 class Prediction:

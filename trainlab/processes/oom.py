@@ -11,7 +11,7 @@ Elsewhere it is the machine's count (/proc/vmstat).
     oom.explain(before, returncode, output)   # the reason in words, or None if the killer did not act
 """
 
-from trainlab.cgroup import memory_files
+from trainlab.processes.cgroup import memory_files
 
 
 def kills():

@@ -14,7 +14,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from trainlab.display import in_ipython, show
+from trainlab.workbook.display import in_ipython, show
 
 
 def _display(obj, **kwargs):
@@ -143,7 +143,7 @@ SPLIT_COLORS = {"compute": "tab:blue", "communication": "tab:purple", "data": "t
 
 
 def plot_step_split(rows, title="where a step's time goes", unit="ms per step", ax=None):
-    """rows: {label: {category: value}} in trainlab.timeline's categories; stacked bars, one per label,
+    """rows: {label: {category: value}} in trainlab.measurement.timeline's categories; stacked bars, one per label,
     the legend beside the bars (never over one)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)))

@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab import cgroup, oom, paths, warmstart
+from trainlab import paths
+from trainlab.processes import cgroup, oom, warmstart
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 

@@ -1,0 +1,10 @@
+"""Child processes: how the workbook runs anything it does not trust or cannot run in the notebook's kernel
+(a learner's fix, the doctor on a script, a multi-rank run), and what it learns when one dies.
+
+- `runner.py`: children and torchrun launches with time limits, a failed rank named, no process left behind;
+- `warmstart.py`: those children forked from a server that has imported torch once (4 s -> 0.06 s a start);
+- `cgroup.py`: this process's cgroup, CPU quota, memory limit and out-of-memory kill count;
+- `oom.py`: a child the out-of-memory killer stopped, said as such.
+
+Part of the core (`trainlab/__init__.py`): imports only the top-level base (paths, atomic).
+"""

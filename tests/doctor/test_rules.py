@@ -160,7 +160,7 @@ def test_every_key_a_rule_reads_is_provided_by_an_instrument():
     import contextlib
     import io
 
-    from trainlab import labs
+    from trainlab.workbook import labs
     from trainlab.doctor import probe as probe_module
     from trainlab.doctor.examine import run_script
 

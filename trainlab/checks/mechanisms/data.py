@@ -34,8 +34,8 @@ class LabelsInformative:
     """labels-misaligned: the labels the loss sees carry information about the images."""
 
     def judge(self, mine, ref):
-        test = mine.get("label_test")
-        if test and test["accuracy"] < test["chance"] + 4 * test["stderr"]:
+        test, least = mine.get("label_test"), causes.limit("labels-misaligned", "check")
+        if test and test["accuracy"] < test["chance"] + least["stderrs"] * test["stderr"]:
             raise Incorrect(f"a nearest-class-mean classifier on the batches the model saw predicts their labels "
                             f"{test['accuracy']:.1%} of the time; always guessing the commonest class gets "
                             f"{test['chance']:.1%}")
@@ -57,7 +57,8 @@ class BatchesDiffer:
 
     def judge(self, mine, ref):
         distinct, seen = mine.get("distinct_batches"), mine.get("batches_seen")
-        if distinct is not None and seen and distinct < seen // 2:
+        share = causes.limit("same-batch-every-step", "check")["distinct_share"]
+        if distinct is not None and seen and distinct < int(seen * share):
             raise Incorrect(f"the first {seen} training steps saw {distinct} distinct input batch(es)")
 
 

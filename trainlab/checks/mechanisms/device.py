@@ -23,16 +23,18 @@ class AtMost:
             raise Incorrect(self.message.format(value=mine[self.measure] / self.scale, limit=self.limit / self.scale))
 
 
-def data_wait_at_most(share):
-    """data-loader-starves: the share of each step spent waiting for the next batch."""
+def data_wait_at_most(share=None):
+    """data-loader-starves: the share of each step spent waiting for the next batch (None: the check's limit)."""
+    share = causes.limit("data-loader-starves", "check")["wait_share"] if share is None else share
     return AtMost("data_wait_share", share, "{value:.0%} of each step is spent waiting for the next batch "
                                             "(at most {limit:.0%})")
 
 
-def sample_fetches_at_most(most):
+def sample_fetches_at_most(most=None):
     """data-loader-starves, counted rather than timed: samples a DataLoader fetches one at a time
     in the training process per step (per-sample Python work on the critical path). Unlike the
-    share of time waiting, a busy machine cannot move it."""
+    share of time waiting, a busy machine cannot move it. None: the check's limit."""
+    most = causes.limit("data-loader-starves", "check")["sample_fetches"] if most is None else most
     return AtMost("sample_fetches_per_step", most, "each step still assembles its batch one sample at a time in "
                   "the training process ({value:.0f} per-sample fetches per step, at most {limit:.0f}): the step is "
                   "waiting for the next batch to be built in Python")
@@ -67,8 +69,8 @@ class GraphsReleased:
 class HostReadsAtMost:
     """host-syncs-in-loop: host reads (device syncs) per step, on average and on any step."""
 
-    mean: float
-    most: int
+    mean: float = causes.limit("host-syncs-in-loop", "check")["mean"]
+    most: int = causes.limit("host-syncs-in-loop", "check")["most"]
 
     def judge(self, mine, ref):
         if mine["host_reads_mean"] > self.mean or mine["host_reads_max"] > self.most:
@@ -82,18 +84,19 @@ class BatchAtLeast:
     """batch-too-small: a training step processes at least half the reference's samples (at least
     `least` when the reference's size is unknown)."""
 
-    least: int = 32
+    least: int = causes.limit("batch-too-small", "check")["least"]
 
     def judge(self, mine, ref):
-        wanted = (ref.get("batch_size") or 2 * self.least) // 2
+        share = causes.limit("batch-too-small", "check")["reference_share"]
+        wanted = int(ref["batch_size"] * share) if ref.get("batch_size") else self.least
         if (mine.get("batch_size") or wanted) < wanted:
             raise Incorrect(f"each training step processes {mine['batch_size']} samples (at least {wanted})")
 
 
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).
 JUDGES = {
-    "data-loader-starves": (sample_fetches_at_most(32),),
-    "host-syncs-in-loop": (HostReadsAtMost(mean=8, most=16),),
+    "data-loader-starves": (sample_fetches_at_most(),),
+    "host-syncs-in-loop": (HostReadsAtMost(),),
     "batch-too-small": (BatchAtLeast(),),
     "graph-kept-alive": (GraphsReleased(),),
 }

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 
 from trainlab.checks.core import Incorrect
+from trainlab.doctor import causes
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class GradientNotCut:
     """Gradient clipping may smooth a run, not replace a fix: on the median clipping call the
     gradient keeps at least min_ratio of its norm (a standard clip at 1.0 on top of a real fix does)."""
 
-    min_ratio: float = 0.5
+    min_ratio: float = causes.limit("gradient-clipping", "check")["norm_kept"]
 
     def judge(self, mine, ref):
         ratios = sorted(mine.get("clip_ratios", []))

@@ -4,6 +4,7 @@ hold, float64 compute."""
 from dataclasses import dataclass
 
 from trainlab.checks.core import Incorrect
+from trainlab.doctor import causes
 
 LOW_PRECISION = ("torch.float16", "torch.bfloat16")
 
@@ -15,7 +16,8 @@ class Fp32MasterWeights:
     for: the updates survive in the weights), since fp32 tensors in the optimizer can still be
     re-made from, or rounded through, fp16 at every step."""
 
-    min_low_share: float | None = 0.5  # of layer outputs in fp16/bf16; None: as much as the reference's
+    # of layer outputs in fp16/bf16; None: as much as the reference's (up to the limit)
+    min_low_share: float | None = causes.limit("fp16-master-weights", "check")["low_precision_share"]
 
     def judge(self, mine, ref):
         params = sorted({d for o in mine["optimizers"] for d in o["param_dtypes"]})
@@ -24,7 +26,8 @@ class Fp32MasterWeights:
             raise Incorrect(f"the optimizer updates {', '.join(params)} parameters and keeps "
                             f"{', '.join(state) or 'no'} state")
         share = _low_share(mine)
-        wanted = self.min_low_share if self.min_low_share is not None else min(0.5, _low_share(ref))
+        most = causes.limit("fp16-master-weights", "check")["low_precision_share"]
+        wanted = self.min_low_share if self.min_low_share is not None else min(most, _low_share(ref))
         if share < wanted:
             raise Incorrect(f"{share:.0%} of layer outputs are float16 or bfloat16: the layers compute in float32")
 
@@ -37,7 +40,7 @@ class UpdatesKept:
     them between steps), and at most `most` of them change between one step's update and the next
     step (masters overwritten from a lower-precision copy now and then)."""
 
-    most: float = 0.02
+    most: float = causes.limit("bf16-master-weights", "check")["lost_share_over_reference"]
 
     def judge(self, mine, ref):
         lost, ref_lost = _mean(mine.get("lost_update_shares")), _mean(ref.get("lost_update_shares"))
@@ -62,14 +65,14 @@ class GradientsRepresentable:
     reference's share of exact zeros, while the layers still compute in 16 bits (at least half of
     their outputs)."""
 
-    most: float = 0.03
+    most: float = causes.limit("fp16-gradient-underflow", "check")["zero_share_over_reference"]
 
     def judge(self, mine, ref):
         zero, ref_zero = _mean(mine.get("zero_grad_shares")), _mean(ref.get("zero_grad_shares")) or 0.0
         if zero is not None and zero > ref_zero + self.most:
             raise Incorrect(f"{zero:.0%} of the gradient entries the optimizer received were exactly zero (the "
                             f"solution's run: {ref_zero:.0%})")
-        if _low_share(mine) < 0.5:
+        if _low_share(mine) < causes.limit("fp16-gradient-underflow", "check")["low_precision_share"]:
             raise Incorrect(f"{_low_share(mine):.0%} of layer outputs are float16 or bfloat16: the layers compute in "
                             "float32")
         at, ref_at = _mean(mine.get("boundary_zero_shares")), _mean(ref.get("boundary_zero_shares")) or 0.0

@@ -4,13 +4,14 @@ Each rule looks at what the probe measured (`m`, from Probe.summary()) and the q
 experiments (`x`), and returns a Finding or None. Rules know nothing about labs or file
 names: the same bug injected into any script gives the same finding. Thresholds are set
 so that healthy loops (the reference loop, the healthy test scripts) raise nothing above
-"info"; each names the number it compares (where the doctor and the exercise checks judge one
-cause by different numbers, both are named in the registry, `trainlab.doctor.causes`).
+"info"; each number a rule compares with is a named limit of its cause in the registry
+(`trainlab.doctor.causes.limit(cause, "doctor")`, beside the exercise check's), read when the rule runs,
+and the mechanism the docs state is formatted from the same limits.
 
 - `data.py`, `model.py`, `loss.py`, `optimizer.py`, `precision.py`, `device.py`: the causes of each
   category of the checklist; `run.py`: context (the control run, torch.compile, experiments skipped);
 - `symptoms.py`: the symptoms an engineer reports (nan, no-convergence, slow, memory);
-- `common.py`: thresholds and readings several rules share.
+- `common.py`: readings several rules share, and the thresholds that tie a symptom to its cause.
 A rule reads only keys some instrument provides (tests/doctor/test_rules.py); a new rule goes in its
 category's file and its RULES list.
 """
@@ -37,6 +38,6 @@ def findings(m, x):
 
 def _explained(fallback, found):
     """Whether a mechanism's finding above info, with a symptom of the fallback's, explains the run."""
-    symptoms = set(ALL[fallback.cause].symptoms)
-    return any(f.severity != "info" and f.cause not in FALLBACKS and symptoms & set(ALL[f.cause].symptoms)
+    shared = set(ALL[fallback.cause].symptoms)
+    return any(f.severity != "info" and f.cause not in FALLBACKS and shared & set(ALL[f.cause].symptoms)
                for f in found)

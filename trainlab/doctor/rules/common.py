@@ -1,20 +1,33 @@
 """What several rules share: the thresholds that tie a symptom to the cause that explains it, and
-readings of the run more than one rule takes."""
+readings of the run more than one rule takes. Every threshold is a cause's limit in the registry
+(`trainlab.doctor.causes`), read when a rule runs."""
 
 import math
 
-from trainlab.doctor import trend
+from trainlab.doctor import causes, trend
 
 NAN = "nan"
-# Thresholds shared by the symptoms and the rules that explain them.
-DATA_WAIT_SHARE = 0.3  # of a step spent waiting for the next batch: "slow", data-loader-starves
-HOST_READS_PER_STEP = 16  # host reads (device syncs) per step: "slow", host-syncs-in-loop
-GRAPH_GROWTH_BYTES = 1e6  # autograd graph memory kept alive, growth per step: "memory", graph-kept-alive
-UPDATE_RATIO_LOW = 1e-5  # |delta w| / |w| per step, median over weight tensors: healthy runs sit near 1e-3
-UPDATE_RATIO_HIGH = 0.1
-UPDATE_RATIO_WRECKS = 1.0  # a first step larger than the weights themselves
-CLIP_KEEPS_LITTLE = 0.1  # clipping that keeps under a tenth of the gradient's norm, step after step
-GRAPHS_ALIVE = 3  # earlier steps whose autograd graphs are all still alive: something keeps them
+
+
+def data_wait_share():
+    """Of a step spent waiting for the next batch: "slow", data-loader-starves."""
+    return causes.limit("data-loader-starves", "doctor")["wait_share"]
+
+
+def host_reads_per_step():
+    """Host reads (device syncs) per step: "slow", host-syncs-in-loop (whose rule judges them per pass)."""
+    return causes.limit("host-syncs-in-loop", "doctor")["reads"]
+
+
+def graph_growth_bytes():
+    """Autograd graph memory kept alive, growth per step: "memory", graph-kept-alive."""
+    return causes.limit("graph-kept-alive", "doctor")["growth_bytes"]
+
+
+def clip_keeps_little():
+    """Clipping that keeps under this share of the gradient's norm at the median step: clipping-too-tight,
+    and what explains tiny updates instead of lr-too-low."""
+    return causes.limit("clipping-too-tight", "doctor")["norm_kept"]
 
 
 def not_learning(m):
@@ -27,7 +40,8 @@ def graphs_pile_up(m, key="graphs_alive_after_step"):
     """Earlier steps' graphs still alive, more of them as steps go by: with the default key, graphs
     whose saved tensors (activations) are alive; with graph_nodes_alive_after_step, their nodes."""
     alive = m.get(key) or []
-    return len(alive) >= 5 and alive[-1] >= GRAPHS_ALIVE and alive[-1] > alive[1]
+    most = causes.limit("graph-kept-alive", "doctor")["graphs_alive"]
+    return len(alive) >= 5 and alive[-1] >= most and alive[-1] > alive[1]
 
 
 def first_nonfinite_step(m):
@@ -50,7 +64,8 @@ def zero_gradient_share(m):
 def fp16_underflow(m):
     """Layers compute in fp16 on fp32 weights, and most gradient entries arrive exactly zero."""
     fp16 = m["output_dtypes"].get("torch.float16", 0) > 0
-    return fp16 and not fp16_weights(m) and zero_gradient_share(m) > 0.25
+    most = causes.limit("fp16-gradient-underflow", "doctor")["zero_share"]
+    return fp16 and not fp16_weights(m) and zero_gradient_share(m) > most
 
 
 def full_batch_optimizer(m):

@@ -19,7 +19,9 @@ def batches_of_one_class(m, x):
     10 classes holds one class a tenth of the time by chance; a batch of 64, never)."""
     single, checked, by_chance = (m.get(k) for k in ("single_class_batches", "batches_with_targets",
                                                      "single_class_by_chance"))
-    if checked and checked >= 4 and single >= checked / 2 and by_chance is not None and by_chance < 0.05:
+    most = causes.limit("batches-of-one-class", "doctor")
+    if (checked and checked >= 4 and single >= checked * most["single_class_share"] and by_chance is not None
+            and by_chance < most["by_chance_below"]):
         return Finding("critical", "data", "batches-of-one-class",
                        f"{single} of the first {checked} training batches hold a single class "
                        f"(shuffled, {by_chance:.1%} of them would)",
@@ -27,9 +29,14 @@ def batches_of_one_class(m, x):
                        "shuffle the training set every epoch (shuffle=True or a RandomSampler)")
 
 
+def _repeated(seen, distinct):
+    """Fewer distinct input batches than `distinct_share` of the steps seen: one batch trained on again and again."""
+    return distinct < int(seen * causes.limit("same-batch-every-step", "doctor")["distinct_share"])
+
+
 def same_batch_every_step(m, x):
     seen, distinct = m.get("batches_seen", 0), m.get("distinct_batches", 0)
-    if seen >= 4 and distinct < seen // 2:
+    if seen >= 4 and _repeated(seen, distinct):
         return Finding("info" if full_batch_optimizer(m) else "critical", "data", "same-batch-every-step",
                        f"the first {seen} training steps saw {distinct} distinct input batch(es)",
                        {"batches_checked": seen, "distinct_batches": distinct},
@@ -38,8 +45,10 @@ def same_batch_every_step(m, x):
 
 def labels_misaligned(m, x):
     a = x.get("labels")
-    repeated = m.get("distinct_batches", 0) < m.get("batches_seen", 0) // 2  # one batch seen again and again
-    if a and a["samples"] >= 256 and a["accuracy"] < a["chance"] + 4 * a["stderr"] and not repeated:
+    repeated = _repeated(m.get("batches_seen", 0), m.get("distinct_batches", 0))  # same-batch-every-step explains it
+    least = causes.limit("labels-misaligned", "doctor")
+    if (a and a["samples"] >= least["min_samples"] and a["accuracy"] < a["chance"] + least["stderrs"] * a["stderr"]
+            and not repeated):
         return Finding("critical", "data", "labels-misaligned",
                        "the labels carry no information about the images",
                        {"label_test_accuracy": a["accuracy"], "chance": a["chance"], "samples": a["samples"],

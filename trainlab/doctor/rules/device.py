@@ -1,23 +1,20 @@
 """The device rules: data loading, host syncs, tiny batches, graphs kept alive."""
 
+from trainlab.doctor import causes
 from trainlab.doctor.report import Finding
-from trainlab.doctor.rules.common import (DATA_WAIT_SHARE, GRAPHS_ALIVE, GRAPH_GROWTH_BYTES, HOST_READS_PER_STEP,
-                                          graphs_pile_up)
-
-
-PER_SAMPLE_FETCH_S = 50e-6  # seconds of loader work per sample fetched one by one: real per-sample transforms
-SLOW_STEP_RATIO = 2.0  # a step taking more than this times the model's own forward, backward and step is slow
-SLOW_REST_S = 0.02  # ... when the rest is at least this many seconds a step (a loop's own Python costs ~1 ms)
+from trainlab.doctor.rules.common import data_wait_share, graph_growth_bytes, graphs_pile_up, host_reads_per_step
 
 
 def data_loader_starves(m, x):
     share, fetches = m["data_wait_share"], m.get("sample_fetches_per_step", 0)
+    most = causes.limit("data-loader-starves", "doctor")
     # per sample at the median step: a slow loader is slow at every step, a pause (GC, another process) is not
     per_sample = m.get("data_wait_median_s", m["time_split"]["data"]) / fetches if fetches else 0.0
     # a CPU that computes slowly hides a slow loader: counted per-sample work shows it anyway
-    per_sample_python = fetches >= 32 and per_sample > PER_SAMPLE_FETCH_S
-    if share > DATA_WAIT_SHARE or per_sample_python:
-        return Finding("critical" if share > 0.5 or per_sample_python else "warning", "device", "data-loader-starves",
+    per_sample_python = fetches >= most["min_fetches"] and per_sample > most["per_sample_s"]
+    if share > data_wait_share() or per_sample_python:
+        return Finding("critical" if share > most["critical_share"] or per_sample_python else "warning", "device",
+                       "data-loader-starves",
                        f"{share:.0%} of each step is spent waiting for the next batch, built one sample at a time "
                        f"({fetches} per step, {1e6 * per_sample:.0f} µs each)" if fetches else
                        f"{share:.0%} of each step is spent waiting for the next batch",
@@ -35,8 +32,9 @@ def host_syncs(m, x):
     where = f"{reads} host reads of tensor values per step" + (
         f" ({per_pass:g} per forward-backward pass, {passes} passes a step)" if passes > 1 else "")
     numbers = {"host_reads_per_step": reads, "host_reads_per_pass": per_pass, "passes_per_step": passes}
-    if per_pass > HOST_READS_PER_STEP:
-        return Finding("critical" if per_pass > 64 else "warning", "device", "host-syncs-in-loop",
+    if per_pass > host_reads_per_step():
+        critical = per_pass > causes.limit("host-syncs-in-loop", "doctor")["critical_reads"]
+        return Finding("critical" if critical else "warning", "device", "host-syncs-in-loop",
                        where + " (each a device sync on a GPU)", numbers,
                        "keep metrics on the device (tensor ops such as index_add_) and read them every N steps")
     if reads:
@@ -45,11 +43,12 @@ def host_syncs(m, x):
 
 
 def batch_too_small(m, x):
-    size = m.get("batch_size")
-    if size is not None and size < 16 and m["steps"] >= 3:
+    size, least = m.get("batch_size"), causes.limit("batch-too-small", "doctor")
+    if size is not None and size < least["info_below"] and m["steps"] >= 3:
         # 8 to 15 samples: a choice as often as a mistake (a big model on a small device), and whether the
         # device idles is not measured: info with the numbers
-        return Finding("critical" if size < 8 else "info", "device", "batch-too-small", f"{size} samples per training step",
+        return Finding("critical" if size < least["critical_below"] else "info", "device", "batch-too-small",
+                       f"{size} samples per training step",
                        {"batch_size": size, "step_ms": 1e3 * m["step_s"]},
                        "use batches large enough to keep the device busy, and scale the learning rate with them")
 
@@ -62,14 +61,14 @@ def graph_kept_alive(m, x):
     growth, alive = m["saved_growth_per_step"], m.get("graphs_alive_after_step") or []
     nodes = m.get("graph_nodes_alive_after_step") or []
     kept_nodes = m.get("graph_nodes_kept_after_step") or []
-    heavy = growth > GRAPH_GROWTH_BYTES or graphs_pile_up(m)
+    heavy = growth > graph_growth_bytes() or graphs_pile_up(m)
     held = graphs_pile_up(m, "graph_nodes_kept_after_step")  # any part of earlier graphs, kept by anything
     if heavy or graphs_pile_up(m, "graph_nodes_alive_after_step") or held:
         losses_alive = (m.get("losses_alive_after_step") or [0])[-1]
         steps = len(nodes) or len(alive)
         kept = max(alive[-1] if alive else 0, nodes[-1] if nodes else 0)
         held_by = (f"the loss tensors of {losses_alive} earlier steps are still referenced (a list or dict of losses)"
-                   if losses_alive >= GRAPHS_ALIVE else
+                   if losses_alive >= causes.limit("graph-kept-alive", "doctor")["graphs_alive"] else
                    "no earlier loss tensor is referenced: a running sum or other tensor built from them holds the graphs"
                    if graphs_pile_up(m, "graph_nodes_alive_after_step") else
                    f"{kept_nodes[-1]} nodes of earlier steps' graphs are alive, kept by tensors other than the losses "
@@ -88,13 +87,14 @@ def graph_kept_alive(m, x):
 
 
 def slow_step(m, x):
-    """A step that takes more than SLOW_STEP_RATIO times the work it needs - the model's own training
+    """A step that takes more than `step_ratio` times the work it needs - the model's own training
     forward, backward and optimizer step, and the forwards of other modules it calls (a teacher, a
     frozen backbone) - wherever the rest goes (waiting for data and host reads have their own rules
     and are named here too); or, on a CPU, at most half of torch's intra-op threads. Judged on a CPU
     only: on a GPU the timed regions are kernel launches, and the device's time shows where the host
     first waits."""
-    if m.get("compute_device") != "cpu" or m.get("timed_steps", 0) < 5:
+    most = causes.limit("slow-step", "doctor")
+    if m.get("compute_device") != "cpu" or m.get("timed_steps", 0) < most["min_timed_steps"]:
         return None
     step, model_s, others = m.get("step_median_s") or m["step_s"], m.get("model_s") or 0.0, m.get("other_models_s", 0.0)
     split, extra, work = m["time_split"], m.get("extra_forward_s", 0.0), model_s + others
@@ -102,7 +102,7 @@ def slow_step(m, x):
     numbers = {"step_ms": 1e3 * step, "model_ms": 1e3 * model_s, "other_models_ms": 1e3 * others,
                "intra_op_threads": threads, "default_threads": default}
     rest = step - work
-    if work and step > SLOW_STEP_RATIO * work and rest > SLOW_REST_S:
+    if work and step > most["step_ratio"] * work and rest > most["rest_s"]:
         parts = {"data_ms": ("waiting for the next batch", split["data"]),
                  "host_reads_ms": ("host reads", split["sync"]),
                  "extra_forwards_ms": ("forwards of the model no backward follows (metrics, a second call, "
@@ -117,7 +117,8 @@ def slow_step(m, x):
                        numbers | {key: round(1e3 * part[1], 2) for key, part in parts.items()},
                        "move the work that is not training out of the step (metrics every N steps, one iterator "
                        "per epoch, preprocessing once), then profile the step with torch.profiler")
-    if threads is not None and default >= 2 and threads <= default // 2 and model_s >= SLOW_REST_S:
+    if (threads is not None and default >= 2 and threads <= int(default * most["thread_share"])
+            and model_s >= most["rest_s"]):
         return Finding("warning", "device", "slow-step",
                        f"the model computes on the CPU with {threads} intra-op thread(s) of the {default} torch "
                        f"started with", numbers,

@@ -3,6 +3,7 @@ cannot be differentiated."""
 
 import math
 
+from trainlab.doctor import causes
 from trainlab.doctor.report import Finding
 from trainlab.doctor.rules.common import first_nonfinite_step, no_gradient_at_all
 
@@ -49,8 +50,9 @@ def loss_not_differentiable(m, x):
 
 def softmax_wrong_axis(m, x):
     """Scores normalised over the batch axis: each class's column sums to 1, no image's row does."""
-    seen = m.get("loss_inputs") or {}
-    if seen.get("calls", 0) >= 3 and seen["normalised_over_batch"] >= seen["calls"] / 2:
+    seen, least = m.get("loss_inputs") or {}, causes.limit("softmax-wrong-axis", "doctor")
+    if (seen.get("calls", 0) >= least["min_calls"]
+            and seen["normalised_over_batch"] >= seen["calls"] * least["call_share"]):
         return Finding("critical", "loss", "softmax-wrong-axis",
                        f"the loss gets scores normalised over the batch, not the classes: in "
                        f"{seen['normalised_over_batch']} of {seen['calls']} training calls each class's column "

@@ -10,7 +10,8 @@ from trainlab.doctor.rules.common import fp16_underflow, no_gradient_at_all, not
 def bad_initialisation(m, x):
     stds = m["init_weight_std"]
     constant = [name for name, std in stds.items() if std == 0.0]
-    if stds and len(constant) >= max(1, int(len(stds) * causes.limit("zero-initialisation", "doctor")["constant_share"])):
+    share = causes.limit("zero-initialisation", "doctor")["constant_share"]
+    if stds and len(constant) >= max(1, int(len(stds) * share)):
         return Finding("critical", "model", "zero-initialisation",
                        f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
                        {"constant_weight_tensors": len(constant), "weight_tensors": len(stds),
@@ -21,8 +22,9 @@ def bad_initialisation(m, x):
 def dead_units(m, x):
     dead = max(m["dead_relu"], default=0.0)
     constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())  # zero-initialisation explains it
-    if dead > causes.limit("dead-units", "doctor")["dead_share"] and not constant:
-        return Finding("critical" if dead > 0.99 else "warning", "model", "dead-units",
+    most = causes.limit("dead-units", "doctor")
+    if dead > most["dead_share"] and not constant:
+        return Finding("critical" if dead > most["critical_share"] else "warning", "model", "dead-units",
                        "a ReLU layer outputs zero almost everywhere",
                        {"dead_relu_share": dead}, "check the initialisation, the input scale and the learning rate")
 
@@ -32,7 +34,7 @@ def loss_at_init(m, x):
     if not classes or not m["losses"] or not math.isfinite(m["losses"][0]):
         return None
     gap = m["losses"][0] - math.log(classes)
-    severity = "warning" if abs(gap) > 1.0 else "info"
+    severity = "warning" if abs(gap) > causes.limit("loss-at-init", "doctor")["gap"] else "info"
     return Finding(severity, "model", "loss-at-init", f"first loss {m['losses'][0]:.3f} vs ln {classes} = "
                    f"{math.log(classes):.3f}", {"first_loss": m["losses"][0], "ln_classes": math.log(classes)},
                    "far from ln(classes) means the initial predictions are confident: check init and inputs"
@@ -40,8 +42,8 @@ def loss_at_init(m, x):
 
 
 def cannot_overfit(m, x):
-    losses = x.get("overfit")
-    if losses and losses[-1] > 0.7 * losses[0] and losses[0] > 0.5:
+    losses, most = x.get("overfit"), causes.limit("cannot-overfit-one-batch", "doctor")
+    if losses and losses[-1] > most["kept_share"] * losses[0] and losses[0] > most["first_loss_above"]:
         return Finding("warning", "model", "cannot-overfit-one-batch",
                        "from its initial weights the model cannot memorise a single batch",
                        {"loss_first": losses[0], f"loss_after_{len(losses)}_steps": losses[-1]},
@@ -54,7 +56,8 @@ def parameters_get_no_gradient(m, x):
     if not flow or flow["backwards_checked"] < 3 or no_gradient_at_all(flow):
         return None
     constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())
-    if constant or max(m["dead_relu"], default=0.0) > 0.9:  # symmetric or dead units explain zero gradients
+    dead = causes.limit("parameters-get-no-gradient", "doctor")["dead_share"]
+    if constant or max(m["dead_relu"], default=0.0) > dead:  # symmetric or dead units explain zero gradients
         return None
     if fp16_underflow(m):  # gradients computed, then rounded to zero in fp16: not cut from the graph
         return None
@@ -85,9 +88,6 @@ def parameters_get_no_gradient(m, x):
                    "the layers you mean to train")
 
 
-SATURATED_SHARE = 0.9  # of a binary loss's inputs at 0 or 1 (|logit| > 9) in the run's second half
-
-
 def adversarial_imbalance(m, x):
     """Two models trained against each other (a GAN): both must step, and the discriminator must not
     saturate (its outputs pinned at 0 or 1 give the generator no gradient)."""
@@ -96,12 +96,14 @@ def adversarial_imbalance(m, x):
         return None
     steps, saturated = task["optimizer_steps"], task.get("saturated_share")
     evidence = {"optimizer_steps": ", ".join(map(str, steps)), "saturated_share": saturated}
-    if min(steps) == 0 and max(steps) >= 10:
+    # saturated_share: of a binary loss's inputs at 0 or 1 (|logit| > 9) in the run's second half
+    least = causes.limit("adversarial-imbalance", "doctor")
+    if min(steps) == 0 and max(steps) >= least["min_steps"]:
         return Finding("critical", "model", "adversarial-imbalance",
                        f"of {len(steps)} optimizers over separate models, one never stepped (steps: "
                        f"{evidence['optimizer_steps']}): one model never learns", evidence,
                        "step every model's optimizer each iteration")
-    if saturated is not None and saturated >= SATURATED_SHARE:
+    if saturated is not None and saturated >= least["saturated_share"]:
         # info: an easy data set (noise images) saturates a healthy discriminator too
         return Finding("info", "model", "adversarial-imbalance",
                        f"{saturated:.0%} of the discriminator's outputs sit at 0 or 1 in the run's second half: "
@@ -115,7 +117,7 @@ def eval_mode_in_training(m, x):
     Dropout off. Some BatchNorm frozen on purpose while the model trains (fine-tuning) is info."""
     modes = m.get("modes") or {}
     forwards, in_eval = modes.get("training_forwards", 0), modes.get("modules_in_eval", 0)
-    if forwards < 3 or not in_eval:
+    if forwards < causes.limit("eval-mode-in-training", "doctor")["min_forwards"] or not in_eval:
         return None
     evidence = {"training_forwards": forwards, "model_in_eval": modes["model_in_eval"],
                 "modules_in_eval": in_eval, "mode_modules": modes["mode_modules"],
@@ -135,7 +137,8 @@ def eval_mode_in_training(m, x):
 def relu_on_logits(m, x):
     """Logits never negative and some exactly zero: a ReLU after the last layer clips the scores."""
     seen = m.get("loss_inputs") or {}
-    if seen.get("calls", 0) >= 3 and seen["nonnegative_logits"] >= seen["calls"] - 1:
+    least = causes.limit("relu-on-logits", "doctor")["min_calls"]
+    if seen.get("calls", 0) >= least and seen["nonnegative_logits"] >= seen["calls"] - 1:
         return Finding("critical" if not_learning(m) else "warning", "model", "relu-on-logits",
                        f"the logits handed to the loss are never negative and some are exactly zero, in "
                        f"{seen['nonnegative_logits']} of {seen['calls']} training calls: a ReLU (or clamp) after "
@@ -149,8 +152,9 @@ def head_wider_than_classes(m, x):
     used, classes = m.get("labels_used"), m.get("classes")
     if not used or not classes or (m.get("task") or {}).get("kind") != "classification":
         return None
-    labels = used["largest"] + 1
-    if classes >= 4 * labels and classes - labels >= 20 and used["samples"] >= 20 * labels:
+    labels, least = used["largest"] + 1, causes.limit("head-wider-than-classes", "doctor")
+    if (classes >= least["width_ratio"] * labels and classes - labels >= least["extra_outputs"]
+            and used["samples"] >= least["samples_per_class"] * labels):
         return Finding("warning", "model", "head-wider-than-classes",
                        f"the model outputs {classes} classes, and {used['samples']} training labels use only "
                        f"0..{labels - 1}", {"outputs": classes, "largest_label": labels - 1, "samples": used["samples"]},

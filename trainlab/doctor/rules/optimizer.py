@@ -9,10 +9,10 @@ import torch
 from trainlab.doctor import causes
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.report import Finding
-from trainlab.doctor.rules.common import (CLIP_KEEPS_LITTLE, UPDATE_RATIO_HIGH, UPDATE_RATIO_LOW,
-                                          UPDATE_RATIO_WRECKS, first_nonfinite_step, fp16_weights, not_learning)
+from trainlab.doctor.rules.common import clip_keeps_little, first_nonfinite_step, fp16_weights, not_learning
 
-FAR_WORSE_GAP = 0.2  # held-out accuracy the control beats the script by, at least (and by 3 standard errors)
+# held-out accuracy the control beats the script by, at least: an alias of the limit, read by examine.py
+FAR_WORSE_GAP = causes.limit("learns-far-worse", "doctor")["gap"]
 
 
 def params_not_in_optimizer(m, x):
@@ -27,8 +27,9 @@ def params_not_in_optimizer(m, x):
 def missing_zero_grad(m, x):
     """Judged per updater: in a GAN one model's optimizer can miss its zero_grad while the other's is fine."""
     by_updater = m.get("stale_grads_by_updater") or {"all": m["stale_grads"]}
+    least = causes.limit("missing-zero-grad", "doctor")["min_updates"]
     for updater, stale in by_updater.items():
-        if len(stale) >= 3 and sum(stale) >= len(stale) - 1:
+        if len(stale) >= least and sum(stale) >= len(stale) - 1:
             which = f" ({updater})" if len(by_updater) > 1 else ""
             return Finding("critical", "optimizer", "missing-zero-grad",
                            f"gradients from the previous step are still there when the next step uses them{which}",
@@ -42,14 +43,15 @@ def zero_grad_before_step(m, x):
     flow = m.get("gradient_flow") or {}
     no_backward_grads = flow.get("backwards_checked") and flow["all_missing_backwards"] >= flow["backwards_checked"] - 1
     fix = "clear gradients before backward(), never between backward() and step()"
-    if m["steps"] >= 3 and len(norms) >= 3 and not any(norms) and not elsewhere and not no_backward_grads:
+    least = causes.limit("zero-grad-before-step", "doctor")["min_steps"]
+    if m["steps"] >= least and len(norms) >= least and not any(norms) and not elsewhere and not no_backward_grads:
         return Finding("critical", "optimizer", "zero-grad-before-step",
                        f"every gradient is zero when optimizer.step() runs ({len(norms)} steps checked)",
                        {"grad_norm_at_step": 0.0, "steps_checked": len(norms)}, fix)
     # per optimizer (a GAN's generator cleared before its step while the discriminator trains): a backward
     # gave its parameters gradients, and none were left when it stepped
     for record in m.get("cleared_before_step") or []:
-        if record["steps_checked"] >= 3 and record["steps_without_grads"] == record["steps_checked"]:
+        if record["steps_checked"] >= least and record["steps_without_grads"] == record["steps_checked"]:
             return Finding("critical", "optimizer", "zero-grad-before-step",
                            f"{record['optimizer']}: its parameters had gradients after each backward, and none when "
                            f"it stepped ({record['steps_checked']} steps checked)",
@@ -57,20 +59,17 @@ def zero_grad_before_step(m, x):
                             "optimizer": record["optimizer"]}, fix)
 
 
-COLLAPSED_SHARE = 0.1  # of the steps run at under 1/1000 of the peak LR: a schedule ending there is annealing
-
-
 def lr_collapses(m, x):
     """The LR falls below 1/1000 of its peak and training goes on there. A schedule that anneals to
     its floor as the script's training ends (one-cycle, cosine to zero) spends only its last steps
     there; one stepped per batch instead of per epoch spends most of the run."""
-    lrs = m["lr"]
-    floor = 1e-3 * max(lrs, default=0.0)
-    collapsed = sum(lr < floor for lr in lrs)
-    if len(lrs) >= 20 and floor > 0 and lrs[-1] < floor and collapsed > max(COLLAPSED_SHARE * len(lrs), 4):
+    lrs, most = m["lr"], causes.limit("lr-schedule-too-fast", "doctor")
+    floor = most["floor"] * max(lrs, default=0.0)
+    collapsed = sum(lr < floor for lr in lrs)  # a schedule annealing to the floor as training ends: few steps there
+    if len(lrs) >= 20 and floor > 0 and lrs[-1] < floor and collapsed > max(most["collapsed_share"] * len(lrs), 4):
         drop_step = next(i + 1 for i, lr in enumerate(lrs) if lr < floor)
         return Finding("critical", "optimizer", "lr-schedule-too-fast",
-                       f"the learning rate falls below 1/1000 of its peak by step {drop_step}",
+                       f"the learning rate falls below 1/{1 / most['floor']:g} of its peak by step {drop_step}",
                        {"lr_peak": max(lrs), "lr_now": lrs[-1], "steps": len(lrs)},
                        "plot the LR per step; an epoch-based scheduler must be stepped once per epoch")
 
@@ -79,7 +78,7 @@ def lr_too_high(m, x):
     step = first_nonfinite_step(m)
     module_step = (m["first_nonfinite"] or {}).get("step")
     finite = [v for v in m["losses"] if math.isfinite(v)]
-    grew = len(finite) >= 2 and max(finite) > 3 * finite[0]
+    grew = len(finite) >= 2 and max(finite) > causes.limit("lr-too-high", "doctor")["loss_growth"] * finite[0]
     if module_step and (step is None or module_step <= step) and grew and not fp16_weights(m):
         evidence = {"first_nonfinite_module": m["first_nonfinite"]["module"], "first_nonfinite_step": module_step,
                     "lr": m["lr"][0] if m["lr"] else None, "loss_first": finite[0], "loss_peak": max(finite)}
@@ -95,7 +94,8 @@ def lr_too_high(m, x):
 def lr_far_above_range(m, x):
     """A loss that does not fall, at a learning rate far above where the LR range test's loss falls."""
     suggested, lr = x.get("suggested_lr"), m["lr"][0] if m["lr"] else None
-    if suggested and lr and m["finite"] and not_learning(m) and lr > 10 * suggested:
+    above = causes.limit("lr-too-high", "doctor")["above_suggestion"]
+    if suggested and lr and m["finite"] and not_learning(m) and lr > above * suggested:
         return Finding("critical", "optimizer", "lr-too-high",
                        f"the loss does not fall at lr {lr:.3g}, {lr / suggested:.0f}x the LR range test's safe peak",
                        {"lr": lr, "suggested_lr": suggested}, f"lower the learning rate to about {suggested:.2g}")
@@ -110,14 +110,16 @@ def optimizer_never_steps(m, x):
         # the model was called, and nothing was ever trained: no backward, no step (a closure never handed
         # to the optimizer, say): critical once it ran training forwards (gradients enabled)
         forwards = m.get("forwards", 0)
-        return Finding("critical" if forwards >= 10 else "warning", "optimizer", "missing-optimizer-step",
+        critical = forwards >= causes.limit("missing-optimizer-step", "doctor")["min_forwards"]
+        return Finding("critical" if critical else "warning", "optimizer", "missing-optimizer-step",
                        f"no training step ran: the model ({m['model']}) was called, {forwards} times with gradients "
                        "enabled, but backward() never ran and no optimizer stepped",
                        {"backwards": 0, "optimizer_steps": 0, "training_forwards": forwards},
                        "call loss.backward() and optimizer.step() (with a closure, hand it to optimizer.step)")
-    if m["steps"] == 0 and m["backwards"] >= 10 and not m.get("updates_by_hand"):
+    least = causes.limit("missing-optimizer-step", "doctor")
+    if m["steps"] == 0 and m["backwards"] >= least["min_backwards"] and not m.get("updates_by_hand"):
         evidence = {"backwards": m["backwards"], "optimizer_steps": 0, "iterations_compared": compared}
-        if compared >= 3:
+        if compared >= least["min_iterations"]:
             return Finding("critical", "optimizer", "missing-optimizer-step",
                            f"backward() ran {m['backwards']} times but the parameters never changed: no optimizer "
                            f"stepped, and their values were the same after {compared} iterations",
@@ -139,13 +141,11 @@ def updates_by_hand(m, x):
                                   "parameters left out of the optimizer (they read torch.optim)"}, "")
 
 
-WEIGHT_DECAY_MOST = causes.limit("weight-decay-too-high", "doctor")  # per optimizer type, "other" for the rest
-
-
 def weight_decay_too_high(m, x):
+    most = causes.limit("weight-decay-too-high", "doctor")  # per optimizer type, "other" for the rest
     for o in m["optimizers"]:
         shrink = o.get("lr", 0.0) * o.get("weight_decay", 0.0)
-        if o.get("weight_decay", 0.0) > WEIGHT_DECAY_MOST.get(o["type"], WEIGHT_DECAY_MOST["other"]):
+        if o.get("weight_decay", 0.0) > most.get(o["type"], most["other"]):
             return Finding("critical", "optimizer", "weight-decay-too-high",
                            f"weight decay shrinks every weight by {shrink:.1%} per step",
                            {"weight_decay": o["weight_decay"], "lr": o["lr"], "shrink_per_step": shrink},
@@ -174,22 +174,23 @@ def update_sizes(m, x):
     # the LR range test says this LR trains - when it saw the loss fall (a flat curve that then diverges
     # places its suggestion by the divergence alone)
     fell = not (x.get("lr_suggestion") or {}).get("rule", "").startswith("flat")
-    safe = bool(lr and suggested and lr <= 2 * suggested and fell)
+    high, low = causes.limit("lr-too-high", "doctor"), causes.limit("lr-too-low", "doctor")
+    safe = bool(lr and suggested and lr <= high["safe_lr_factor"] * suggested and fell)
     if safe:
         evidence["suggested_lr"] = suggested
     first = m.get("update_ratio_first")
-    if first is not None and first > UPDATE_RATIO_WRECKS and stuck and not safe:
+    if first is not None and first > high["first_update_ratio"] and stuck and not safe:
         # later steps are measured against weights the first ones already blew up: the first step tells
         evidence |= {"update_ratio_first_step": first, "lr": lr}
         return Finding("critical", "optimizer", "lr-too-high",
                        f"the first step changes the weights by {first:.3g}x their norm (healthy training sits near "
                        "1e-3), and the loss does not fall", evidence,
                        "lower the learning rate (an LR range test shows where the loss diverges)")
-    if ratio < UPDATE_RATIO_LOW and ratio > 0 and stuck and not (clipped and clipped < CLIP_KEEPS_LITTLE):
+    if ratio < low["update_ratio"] and ratio > 0 and stuck and not (clipped and clipped < clip_keeps_little()):
         evidence["lr"] = lr
         return Finding("critical", "optimizer", "lr-too-low", title + "; healthy training sits near 1e-3",
                        evidence, "raise the learning rate (an LR range test shows where the loss starts to fall)")
-    if ratio > UPDATE_RATIO_HIGH and stuck and not safe:
+    if ratio > high["update_ratio"] and stuck and not safe:
         return Finding("critical", "optimizer", "lr-too-high", title + "; healthy training sits near 1e-3",
                        evidence, "lower the learning rate (an LR range test shows where the loss diverges)")
     return Finding("info", "optimizer", "update-sizes", title, evidence, "")
@@ -210,17 +211,18 @@ def _clipping_keeps(m):
 def clipping_too_tight(m, x):
     keeps = _clipping_keeps(m)
     norms = [g for g in m["grad_norms"][:DETAIL_STEPS] if g > 0 and math.isfinite(g)]
-    pinned = len(norms) >= 4 and (max(norms) - min(norms)) <= 1e-3 * max(norms)
+    spread = causes.limit("clipping-too-tight", "doctor")["pinned_spread"]
+    pinned = len(norms) >= 4 and (max(norms) - min(norms)) <= spread * max(norms)
     if keeps is None and not pinned:
         return None
     evidence = {"norm_kept": keeps, "grad_norm_at_step": norms[-1] if norms else None, "norm_pinned": pinned}
     adaptive = bool(m.get("optimizers")) and all(o["type"] in SCALE_INVARIANT for o in m["optimizers"])
-    if keeps is not None and keeps < CLIP_KEEPS_LITTLE and adaptive:
+    if keeps is not None and keeps < clip_keeps_little() and adaptive:
         return Finding("info", "optimizer", "gradient-clipping",
                        f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step, but "
                        f"{m['optimizers'][0]['type']} divides each update by the gradient's running scale: "
                        "clipping changes the update's size little", evidence, "")
-    if keeps is not None and keeps < CLIP_KEEPS_LITTLE and not_learning(m):
+    if keeps is not None and keeps < clip_keeps_little() and not_learning(m):
         return Finding("critical", "optimizer", "clipping-too-tight",
                        f"gradient clipping cuts the gradient's norm {1 / keeps:.0f}x at the median step "
                        f"(to {norms[-1] if norms else 0:.2g})", evidence,
@@ -247,7 +249,8 @@ def learns_far_worse(m, x):
         return None
     script, control, n = c["script_held_out_acc"], c["held_out_acc_after"], c["held_out_samples"]
     gap, stderr = control - script, math.sqrt((script * (1 - script) + control * (1 - control)) / n)
-    if gap < FAR_WORSE_GAP or gap <= 3 * stderr:
+    least = causes.limit("learns-far-worse", "doctor")
+    if gap < least["gap"] or gap <= least["stderrs"] * stderr:
         return None
     learns, loop = "does not learn by its loss" if not_learning(m) else "learns", script_loop(m)
     return Finding("warning", "optimizer", "learns-far-worse",

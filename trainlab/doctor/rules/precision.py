@@ -1,5 +1,6 @@
 """The precision rules: half-precision master weights, gradients that underflow, float64 compute."""
 
+from trainlab.doctor import causes
 from trainlab.doctor.report import Finding
 from trainlab.doctor.rules.common import full_batch_optimizer, fp16_underflow, fp16_weights, zero_gradient_share
 
@@ -20,7 +21,8 @@ def bf16_master_weights(m, x):
     lost = m.get("lost_update_shares") or []
     share = sum(lost) / len(lost) if lost else None
     if bf16:
-        return Finding("critical" if share is not None and share > 0.05 else "warning", "precision",
+        critical = share is not None and share > causes.limit("bf16-master-weights", "doctor")["lost_share"]
+        return Finding("critical" if critical else "warning", "precision",
                        "bf16-master-weights", "the optimizer adds its updates to bf16 weights (no fp32 master weights)"
                        + (f": {share:.0%} of the weights pushed by a gradient did not move" if share is not None else ""),
                        {"lost_update_share": share},

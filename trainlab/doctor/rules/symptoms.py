@@ -1,7 +1,7 @@
 """The symptoms an engineer would report, read from the measurements: nan, no-convergence, slow, memory."""
 
-from trainlab.doctor.rules.common import (DATA_WAIT_SHARE, GRAPH_GROWTH_BYTES, HOST_READS_PER_STEP, NAN,
-                                          first_nonfinite_step, graphs_pile_up, not_learning)
+from trainlab.doctor.rules.common import (NAN, data_wait_share, first_nonfinite_step, graph_growth_bytes,
+                                          graphs_pile_up, host_reads_per_step, not_learning)
 
 
 def symptoms(m, x):
@@ -10,9 +10,9 @@ def symptoms(m, x):
         found.append(NAN)
     elif not_learning(m):
         found.append("no-convergence")
-    if m["data_wait_share"] > DATA_WAIT_SHARE or m["host_reads_per_step"] > HOST_READS_PER_STEP:
+    if m["data_wait_share"] > data_wait_share() or m["host_reads_per_step"] > host_reads_per_step():
         found.append("slow")
-    if m["saved_growth_per_step"] > GRAPH_GROWTH_BYTES or graphs_pile_up(m):
+    if m["saved_growth_per_step"] > graph_growth_bytes() or graphs_pile_up(m):
         found.append("memory")
     return found
 

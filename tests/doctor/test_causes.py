@@ -11,7 +11,8 @@ import string
 
 import pytest
 
-from trainlab import labs, paths
+from trainlab import paths
+from trainlab.workbook import labs
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.debugging.investigate import EXPERIMENTS
 from trainlab.doctor import causes, causes_doc, examine, multirank, phrases, quick_experiments, rules

@@ -27,6 +27,7 @@ TOOLS = {
     "gpu_check": "`make gpu-check`: the GPU work that fits in minutes, on a GPU machine",
     "hub_load": "needs `make hub-setup` and about 15 minutes of simulated learners on a room's hub",
     "doctor_oracle": "a refactor's oracle, compared against a stored baseline: no figure of its own",
+    "recipe_files": "counts the files docs/extending.md's recipes touch, from tests/core/test_recipes.py",
     "corpus_heldout_33": "issue 33's held-out batch, run once and scored apart: rerunning it would tune to it",
     "doctor_heldout_34": "issue 34's held-out batch, run once and scored apart: rerunning it would tune to it",
 }

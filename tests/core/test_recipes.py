@@ -106,3 +106,98 @@ def test_a_new_module_is_picked_up_by_every_derived_list(monkeypatch, tmp_path):
         assert list(exercises.everything())[-1] == "throwaway/t_1"
     finally:
         exercises.everything.cache_clear()  # the real modules' exercises again, on next use
+
+
+# docs/extending.md, recipe A: a cause and its check. The files, by hand: (path, why). A new instrument adds
+# its own file and one INSTRUMENTS entry (tests/doctor/test_probe.py registers a throwaway one).
+RECIPE_NEW_CAUSE = (
+    ("trainlab/doctor/causes.py", "the cause: id, category, question, evidence, mechanism, its limits"),
+    ("trainlab/doctor/phrases.py", "the words a diagnosis names it by"),
+    ("trainlab/doctor/rules/{category}.py", "the rule that finds it, in its category's RULES"),
+    ("trainlab/checks/mechanisms/{category}.py", "what its fix must show, in its category's JUDGES"),
+)
+RECIPE_NEW_INSTRUMENT = (
+    ("trainlab/doctor/instruments/{name}.py", "what it measures, its attribute and PROVIDES"),
+    ("trainlab/doctor/instruments/__init__.py", "one INSTRUMENTS entry"),
+)
+# recipe B: a lab in a module that exists; `make notebooks` then writes the learner's copy.
+RECIPE_NEW_LAB = (
+    ("labs/{package}/{name}.py", "the broken script, its header and named fixes"),
+    ("trainlab/{package}/exercises.py", "its exercise: hints, corpus, how it is judged"),
+    ("solutions/{notebook}.ipynb", "its %%lab cell"),
+)
+RECIPES = {"a notebook module": [path for path, _, _ in RECIPE_NEW_MODULE if path not in GENERATED],
+           "a cause (an instrument measures it already)": [path for path, _ in RECIPE_NEW_CAUSE],
+           "a cause with a new instrument": [path for path, _ in RECIPE_NEW_CAUSE + RECIPE_NEW_INSTRUMENT],
+           "a lab in a module that exists": [path for path, _ in RECIPE_NEW_LAB]}
+
+
+def throwaway_cause():
+    from trainlab.doctor import causes
+
+    return causes.Cause("throwaway-cause", "optimizer", question="does the throwaway hold?", evidence=("update-sizes",),
+                        symptoms=("no-convergence",), mechanism="the throwaway beyond {doctor[most]:g}",
+                        fields=("throwaway",), limits={"doctor": {"most": 7.5}})
+
+
+def test_a_new_cause_is_picked_up_by_every_derived_list(monkeypatch):
+    from dataclasses import dataclass, replace
+
+    from trainlab.checks import mechanisms
+    from trainlab.checks.core import Incorrect
+    from trainlab.doctor import causes, causes_doc, phrases, report, rules
+    from trainlab.doctor.rules import optimizer as optimizer_rules
+
+    cause = throwaway_cause()
+    cause = replace(cause, mechanism=causes.prose(cause.mechanism, cause.limits))
+    for table in (causes.ALL, causes.CAUSES):
+        monkeypatch.setitem(table, cause.id, cause)
+    monkeypatch.setitem(phrases.PHRASES, cause.id, [(("throwaway",),)])
+
+    def throwaway_rule(m, x):
+        if m.get("throwaway", 0) > causes.limit(cause.id, "doctor")["most"]:
+            return report.Finding("warning", "optimizer", cause.id, "the throwaway is high", {"throwaway": 9})
+
+    monkeypatch.setattr(optimizer_rules, "RULES", [*optimizer_rules.RULES, throwaway_rule])
+
+    @dataclass(frozen=True)
+    class ThrowawayLow:
+        def judge(self, mine, ref):
+            if mine["throwaway"] > 1:
+                raise Incorrect("the throwaway is still high")
+
+    monkeypatch.setitem(mechanisms.optimizer.JUDGES, cause.id, (ThrowawayLow(),))
+
+    assert "the throwaway beyond 7.5" in causes_doc.render()  # the docs' table, the prose from its limit
+    assert cause in dict(causes.menu())["optimizer"]  # the diagnosis menu
+    assert phrases.read("I think the throwaway is to blame") == [cause.id]  # a diagnosis in words
+    assert throwaway_rule in rules.all_rules()  # the checklist
+    assert mechanisms._gather()[cause.id] == (ThrowawayLow(),)  # labs and drills judge its fix by it
+
+
+def test_a_new_lab_is_picked_up_by_every_derived_list(monkeypatch, tmp_path):
+    from trainlab.checks.corpus import WrongFix, shipped
+    from trainlab.checks.lab import LabExercise
+    from trainlab.checks.mechanisms import BY_CAUSE
+    from trainlab.workbook import labs, notebooks
+
+    labs_folder = tmp_path / "labs"
+    for folder in paths.LABS.iterdir():
+        (labs_folder / folder.name).mkdir(parents=True) if folder.is_dir() else None
+        for file in folder.glob("*.py") if folder.is_dir() else ():
+            (labs_folder / folder.name / file.name).symlink_to(file)
+    (labs_folder / "debugging" / "nc_99.py").write_text(
+        "#| symptom: no-convergence\n#| report: the loss stays flat\n"
+        "#| cause missing-zero-grad (optimizer): gradients pile up\n"
+        '"""Train a tiny model."""\nx = 1  # BUG[missing-zero-grad]: never cleared\n#+[missing-zero-grad] x = 0\n')
+    monkeypatch.setattr(paths, "LABS", labs_folder)
+    assert "debugging/nc_99" in labs.names("debugging") and "debugging/nc_99" in progress.all_exercises()
+    assert labs.fixes("debugging/nc_99") == ("missing-zero-grad",)
+
+    exercise = LabExercise("debugging/nc_99", mechanisms={"missing-zero-grad": BY_CAUSE["missing-zero-grad"]},
+                           hints=("a", "b", "c", "d"), corpus=(WrongFix("x = 2", shipped(("x = 1", "x = 2"))),))
+    assert set(exercise.judged_causes) == set(labs.fixes("debugging/nc_99"))  # what test_labs.py requires
+    cell = notebooks.lab_cell_source("%%lab debugging/nc_99\n", fixed=False)  # what `make notebooks` writes
+    assert cell.startswith("%%lab debugging/nc_99\n") and "x = 1" in cell and "BUG" not in cell
+    assert "debugging/nc_99" in labs.names(*labs.TRAINING)  # the doctor's labs (benchmarks/doctor_labs.py)
+    assert exercise.corpus[0].edit.apply("debugging/nc_99").endswith("x = 2\n")

@@ -22,7 +22,15 @@ from trainlab.doctor.causes import ALL
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
 from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms  # noqa: F401
 
-RULES = [*data.RULES, *model.RULES, *loss.RULES, *optimizer.RULES, *precision.RULES, *device.RULES, *run.RULES]
+CATEGORY_FILES = (data, model, loss, optimizer, precision, device, run)
+
+
+def all_rules():
+    """Every category file's RULES, read when the checklist runs (a rule appended to a file's list joins it)."""
+    return [rule for file in CATEGORY_FILES for rule in file.RULES]
+
+
+RULES = all_rules()
 
 
 # Causes found by comparing with a reference, not by a mechanism: when a mechanism's finding above
@@ -32,7 +40,7 @@ FALLBACKS = ("learns-far-worse", "slow-step")
 
 
 def findings(m, x):
-    found = [f for f in (rule(m, x) for rule in RULES) if f is not None]
+    found = [f for f in (rule(m, x) for rule in all_rules()) if f is not None]
     return [replace(f, severity="info") if f.cause in FALLBACKS and _explained(f, found) else f for f in found]
 
 

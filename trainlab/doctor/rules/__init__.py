@@ -26,7 +26,7 @@ CATEGORY_FILES = (data, model, loss, optimizer, precision, device, run)
 
 
 def all_rules():
-    """Every category file's RULES, read when the checklist runs (a rule appended to a file's list joins it)."""
+    """Every category file's RULES, in the checklist's order: a rule in a file's list joins the checklist."""
     return [rule for file in CATEGORY_FILES for rule in file.RULES]
 
 
@@ -40,7 +40,7 @@ FALLBACKS = ("learns-far-worse", "slow-step")
 
 
 def findings(m, x):
-    found = [f for f in (rule(m, x) for rule in all_rules()) if f is not None]
+    found = [f for f in (rule(m, x) for rule in RULES) if f is not None]
     return [replace(f, severity="info") if f.cause in FALLBACKS and _explained(f, found) else f for f in found]
 
 

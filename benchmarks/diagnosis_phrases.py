@@ -1,6 +1,6 @@
 """How well a diagnosis written in words is read (trainlab/doctor/phrases.py), on phrasings the
 rules never saw: benchmarks/diagnosis_phrases_heldout.py, written blind by another author after the
-rules were done. Scored once, as they were written; the development set (tests/exercises/phrasings.py)
+rules were done. Scored once, as they were written; the development set (tests/checks/phrasings.py)
 is scored beside it.
 
 - hit: a sentence that names causes is read as exactly those causes;
@@ -17,7 +17,7 @@ import datetime
 
 from benchmarks.common import table, write_result
 from benchmarks.diagnosis_phrases_heldout import HELDOUT
-from tests.exercises import phrasings
+from tests.checks import phrasings
 from trainlab.doctor.phrases import read
 
 SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it

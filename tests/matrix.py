@@ -14,7 +14,7 @@ import functools
 import pytest
 
 from trainlab import checks
-from trainlab.checks.corpus import KINDS, CorrectAlternative, WrongFix
+from trainlab.checks.corpus import WRONG_FIX_KINDS, CorrectAlternative, WrongFix
 
 
 LAB_SAMPLE = {"debugging/nc_2", "debugging/nc_7", "debugging/nan_2", "debugging/nan_3",
@@ -45,7 +45,7 @@ def sampled():
         modules |= {module} if right else set()
         chosen |= {(exercise.name, e.name) for e in wrong[:1] + right[:1]}
         kinds |= {e.kind for e in wrong[:1]}
-    for kind in KINDS:  # every kind of wrong fix at least once
+    for kind in WRONG_FIX_KINDS:  # every kind of wrong fix at least once
         first = next(((x.name, e.name) for x in exercises for e in x.corpus
                       if isinstance(e, WrongFix) and e.kind == kind), None)
         if kind not in kinds and first:

@@ -7,7 +7,7 @@ from tests.conftest import MAX_SLOWER, OVER_BUDGET, budget, machine_speed
 # 1.75-2.4x its share (median 1.98; bfloat16 autocast is slow on its AVX2 cores). The suite has changed since, so
 # its seconds no longer compare: the machine is today's shares times ratios spread over that range (which area
 # got which is arbitrary; conftest's median of these eight is about 2.0)
-SLOW_RATIOS = {"debugging": 2.4, "fsdp": 1.75, "drill": 2.1, "kernels": 1.9, "sparse": 1.98, "exercises": 2.2,
+SLOW_RATIOS = {"debugging": 2.4, "fsdp": 1.75, "drill": 2.1, "kernels": 1.9, "sparse": 1.98, "checks": 2.2,
                "core": 1.8, "start": 2.3}
 SLOW_MACHINE = {area: ratio * budget()[area] for area, ratio in SLOW_RATIOS.items()}
 
@@ -31,3 +31,14 @@ def test_a_faster_machine_keeps_the_shares_and_a_much_slower_one_is_capped():
     assert machine_speed(fast, shares) == 1.0
     assert machine_speed({a: 10 * s for a, s in shares.items()}, shares) == MAX_SLOWER
     assert over({a: 4 * s for a, s in shares.items()}, shares) == set(shares)
+
+
+def test_the_shares_sum_to_what_budget_toml_says_and_fit_the_readmes_twenty_minutes():
+    import re
+
+    from trainlab import paths
+
+    text = (paths.REPO / "tests" / "budget.toml").read_text()
+    stated = int(re.search(r"The shares sum to (\d+) s", text).group(1))
+    assert sum(budget().values()) == stated, "update the sum budget.toml's header states"
+    assert stated <= 20 * 60, "make test is promised in 20 minutes, the environment included"

@@ -28,18 +28,18 @@ def test_every_instant_of_a_step_gets_exactly_one_label(traces):
     for case in ("starved", "serialised", "overlapped", "sleep"):
         for s in splits(traces, case):
             assert s["steps"] == 3
-            assert sum(s[c] for c in timeline.CATEGORIES) == pytest.approx(s["wall_s"], rel=1e-9)
+            assert sum(s[c] for c in timeline.TIME_CATEGORIES) == pytest.approx(s["wall_s"], rel=1e-9)
 
 
 def test_a_starved_loader_shows_up_as_data(traces):
     for s in splits(traces, "starved"):
         assert s["data"] >= 0.016  # 8 samples at 2 ms each, per step
-        assert max(timeline.CATEGORIES, key=s.get) == "data"
+        assert max(timeline.TIME_CATEGORIES, key=s.get) == "data"
 
 
 def test_a_serialised_all_reduce_shows_up_as_communication_with_nothing_overlapped(traces):
     for s in splits(traces, "serialised"):
-        assert max(timeline.CATEGORIES, key=s.get) == "communication"
+        assert max(timeline.TIME_CATEGORIES, key=s.get) == "communication"
         assert s["communication"] >= 0.8 * s["comm_s"] > 0
         assert s["overlap"] < 0.1
 
@@ -56,7 +56,7 @@ def test_an_all_reduce_hidden_behind_compute_shows_up_as_overlap(traces):
 def test_a_sleep_between_ops_shows_up_as_idle(traces):
     for s in splits(traces, "sleep"):
         assert s["idle"] >= 0.019
-        assert max(timeline.CATEGORIES, key=s.get) == "idle"
+        assert max(timeline.TIME_CATEGORIES, key=s.get) == "idle"
 
 
 def test_interval_arithmetic():
@@ -80,7 +80,7 @@ def test_gpu_traces_are_read_off_the_device():
              _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 30, 30, tid=8, cat="kernel")]
     s = timeline.split({"traceEvents": trace})
     expect = {"compute": 40e-6, "communication": 20e-6, "data": 20e-6, "sync": 0.0, "idle": 20e-6}
-    assert {c: s[c] for c in timeline.CATEGORIES} == pytest.approx(expect)
+    assert {c: s[c] for c in timeline.TIME_CATEGORIES} == pytest.approx(expect)
     assert s["overlap"] == pytest.approx(10 / 30)
 
 

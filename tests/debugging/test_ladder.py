@@ -44,11 +44,11 @@ def test_the_ladder_measures_every_rung_it_runs_and_names_what_it_moved(rows):
     assert [r["name"] for r in rows] == [CPU_RUNGS[i].name for i in SAMPLE]
     for row in rows:
         assert row["images_per_s"] > 0 and row["spread"] >= 0
-        assert set(row["split_ms"]) == set(timeline.CATEGORIES)
+        assert set(row["split_ms"]) == set(timeline.TIME_CATEGORIES)
         assert sum(row["split_ms"].values()) == pytest.approx(row["profiled_step_ms"], rel=1e-6)
         assert row["profiled_steps"] == 2
     assert rows[0]["vs_textbook"] == 1.0 and rows[0]["moved"] == ""
-    assert all(r["moved"].split()[0] in timeline.CATEGORIES for r in rows[1:])
+    assert all(r["moved"].split()[0] in timeline.TIME_CATEGORIES for r in rows[1:])
 
 
 def test_decoding_per_sample_is_data_time_the_device_loader_removes(rows):

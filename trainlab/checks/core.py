@@ -50,7 +50,7 @@ class TimedOut(Outcome):
     kind = "timed out"
 
 
-KINDS = ("pass", "incorrect", "error", "timed out", "not attempted")
+VERDICT_KINDS = ("pass", "incorrect", "error", "timed out", "not attempted")
 # Module 01 grades a stated diagnosis beside the fix (`trainlab.debugging.diagnosis` fills this in when
 # imported): grade(lab) -> its Grade or None, doctor_reading(lab) -> the doctor's report, counted as help.
 DIAGNOSIS = {}
@@ -70,7 +70,7 @@ NOT_STATED = _NotStated()
 @dataclass(repr=False)  # repr is the readable text: what papermill and consoles show
 class Verdict:
     exercise: str
-    kind: str  # one of KINDS
+    kind: str  # one of VERDICT_KINDS
     message: str
     details: str = ""  # a traceback, or the numbers behind the verdict
     diagnosis: object = None  # debugging labs: the diagnosis's Grade, or the reminder to state one

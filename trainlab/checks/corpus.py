@@ -47,7 +47,7 @@ class Edit:
         return text
 
 
-KINDS = {
+WRONG_FIX_KINDS = {
     "mask": "hides the symptom (lower LR, clipping, eps, fp32, longer training, a shifted schedule)",
     "partial": "fixes part of it (one bug of two, half a fix)",
     "deletion": "removes the functionality that had the bug",
@@ -64,11 +64,11 @@ class WrongFix:
     verdict: str | tuple = "incorrect"  # the verdict kind expected ("incorrect", "error", "timed out"), or
     # several: an out-of-bounds access may kill the process or read poisoned memory, run to run
     reason: str | tuple = ""  # a fragment (or several) the verdict's message must contain: what the learner is told
-    kind: str = "other"  # one of KINDS
+    kind: str = "other"  # one of WRONG_FIX_KINDS
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"WrongFix {self.name!r}: kind {self.kind!r} is not one of {sorted(KINDS)}")
+        if self.kind not in WRONG_FIX_KINDS:
+            raise ValueError(f"WrongFix {self.name!r}: kind {self.kind!r} is not one of {sorted(WRONG_FIX_KINDS)}")
 
     @property
     def verdicts(self):

@@ -166,7 +166,7 @@ def measure(rung, images, device, steps, images_per_epoch, trace_path, profiled=
     chunk_rates = [n / s for n, s in rates]
     return {**asdict(rung), "images_per_s": sum(n for n, _ in rates) / sum(s for _, s in rates),
             "spread": (max(chunk_rates) - min(chunk_rates)) / (sum(chunk_rates) / len(chunk_rates)), "warmup_s": warmup_s,
-            "split_ms": {c: 1e3 * split[c] for c in timeline.CATEGORIES}, "profiled_step_ms": 1e3 * split["wall_s"],
+            "split_ms": {c: 1e3 * split[c] for c in timeline.TIME_CATEGORIES}, "profiled_step_ms": 1e3 * split["wall_s"],
             "profiled_steps": split["steps"]}
 
 
@@ -178,7 +178,7 @@ def annotate(rows):
             row["vs_previous"], row["moved"] = 1.0, ""
             continue
         row["vs_previous"] = row["images_per_s"] / previous["images_per_s"]
-        delta = {c: row["split_ms"][c] - previous["split_ms"][c] for c in timeline.CATEGORIES}
+        delta = {c: row["split_ms"][c] - previous["split_ms"][c] for c in timeline.TIME_CATEGORIES}
         part = max(delta, key=lambda c: abs(delta[c]))
         row["moved"] = f"{part} {delta[part]:+.1f} ms"
     return rows

@@ -33,7 +33,7 @@ class Settings:
     state: str = ""  # the state folder (state.py)
     ip: str = "127.0.0.1"  # where the hub listens
     port: int = 8000
-    spawner: str = "test"  # a kind from spawners.KINDS, chosen by the launcher
+    spawner: str = "test"  # a kind from spawners.SPAWNERS, chosen by the launcher
     ssl_cert: str = ""
     ssl_key: str = ""
     cull_idle_s: int = 3600  # a learner's server idle this long is stopped (their files stay)

@@ -30,7 +30,7 @@ def parse(argv):
     parser.add_argument("--ssl-cert", default="")
     parser.add_argument("--ssl-key", default="")
     parser.add_argument("--insecure", action="store_true", help="serve plain HTTP on a non-loopback address")
-    parser.add_argument("--spawner", choices=("auto", *spawners.KINDS), default="auto",
+    parser.add_argument("--spawner", choices=("auto", *spawners.SPAWNERS), default="auto",
                         help="how learners are kept apart (trainlab/hub/spawners.py); test: no isolation")
     parser.add_argument("--cull-idle", type=int, default=3600, metavar="SECONDS",
                         help="stop a learner's server idle this long (files kept; default %(default)s)")

@@ -23,7 +23,7 @@ from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner
 
 from trainlab.hub import cgroups
 
-KINDS = ("systemd", "users", "test")
+SPAWNERS = ("systemd", "users", "test")
 
 
 def systemd_usable():
@@ -135,4 +135,4 @@ def configure(c, kind, state, limits):
         c.JupyterHub.spawner_class = TestOnlySpawner
         c.TestOnlySpawner.home_dir_template = str(Path(state) / "homes" / "{username}")
     else:
-        raise ValueError(f"unknown spawner {kind!r}: one of {', '.join(KINDS)}")
+        raise ValueError(f"unknown spawner {kind!r}: one of {', '.join(SPAWNERS)}")

@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 from trainlab.models import ModelConfig, build_model
 
-CATEGORIES = [  # first match wins
+OPERATOR_CATEGORIES = [  # first match wins
     ("optimizer", r"_foreach_|_fused_adam|lerp|addcdiv|addcmul"),  # and anything under optimizer.step()
     ("matmul / conv", r"conv|mm$|addmm|bmm|matmul|linear|_scaled_dot_product|baddbmm|mkldnn"),
     ("normalisation", r"norm"),
@@ -31,7 +31,7 @@ SMALL_US = 20  # an operator call shorter than this is launch-overhead territory
 
 def category(name):
     short = name.removeprefix("aten::").lower()
-    for label, pattern in CATEGORIES:
+    for label, pattern in OPERATOR_CATEGORIES:
         if re.search(pattern, short):
             return label
     return "other"

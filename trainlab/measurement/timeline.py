@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-CATEGORIES = ("compute", "communication", "data", "sync", "idle")
+TIME_CATEGORIES = ("compute", "communication", "data", "sync", "idle")
 DATA_NAMES = ("enumerate(DataLoader)", "data")  # a prefix of the DataLoader's region, or the loop's marker
 SYNC_NAMES = {"aten::item", "aten::_local_scalar_dense", "sync", "cudaStreamSynchronize", "cudaDeviceSynchronize",
               "cudaEventSynchronize"}
@@ -166,7 +166,7 @@ def main_thread(events):
 
 
 def split(trace, per_step=True):
-    """Seconds in each category (CATEGORIES), plus wall_s, comm_s, overlapped_s and overlap,
+    """Seconds in each category (TIME_CATEGORIES), plus wall_s, comm_s, overlapped_s and overlap,
     averaged per recorded step (per_step=True) or summed over the whole recording."""
     events = load(trace)
     tid = main_thread(events)
@@ -178,7 +178,7 @@ def split(trace, per_step=True):
     kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     labelled = (_device_labels if kernels else _host_labels)(events, main, tid, kernels, windows)
     totals = {name: length(pairs) / 1e6 for name, pairs in labelled.items()}
-    out = {name: totals[name] for name in CATEGORIES}
+    out = {name: totals[name] for name in TIME_CATEGORIES}
     out.update(wall_s=length(windows) / 1e6, comm_s=totals["comm_in_flight"], overlapped_s=totals["overlapped"])
     out["overlap"] = out["overlapped_s"] / out["comm_s"] if out["comm_s"] else float("nan")
     n = max(len(steps), 1) if per_step else 1
@@ -236,4 +236,4 @@ def hta(traces):
 def shares(split_s):
     """A split as fractions of the step's wall time (for tables and stacked bars)."""
     wall = split_s["wall_s"] or 1.0
-    return {name: split_s[name] / wall for name in CATEGORIES}
+    return {name: split_s[name] / wall for name in TIME_CATEGORIES}

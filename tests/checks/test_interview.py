@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from tests import matrix, modules_lists, spoilers
-from tests.exercises import phrasings
+from tests.checks import phrasings
 from trainlab import paths
 from trainlab.workbook import labs, workspace
 from trainlab.checks import exercises, help_record, magic

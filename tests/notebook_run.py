@@ -155,7 +155,8 @@ def test_solution_notebook_runs_and_its_checks_pass(request):
         check(nb)
 
 
-# what a tqdm bar shows as text: "what it measures:  40%|####  | 2/5 [...]" or, counting seconds, "what it measures: 00:12"
+# what a tqdm bar shows as text: "what it measures:  40%|####  | 2/5 [...]" or, counting seconds,
+# "what it measures: 00:12"
 PROGRESS_BAR = re.compile(r"^[^\n]{3,}: +(\d+%\||\d+:\d\d(:\d\d)?\s*$)")
 
 

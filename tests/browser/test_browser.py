@@ -25,7 +25,8 @@ from trainlab.paths import BUILD, NOTEBOOKS, REPO
 
 SHOTS = BUILD / "browser"
 NOTEBOOK_NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-# a %%lab cell's verdict line; module 01 grades the stated diagnosis apart ("Diagnosis not stated, fix not attempted yet:")
+# a %%lab cell's verdict line; module 01 grades the stated diagnosis apart
+# ("Diagnosis not stated, fix not attempted yet:")
 VERDICT = re.compile(r"\[[\w/]+\] ([^:\n]*, fix )?(not attempted yet|correct|incorrect):", re.I)
 INSERTS_CELLS = re.compile(r"^\s*(\w+\.open\(\)|%lab_open )", re.M)  # set_next_input: a cell below
 

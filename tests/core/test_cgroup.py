@@ -1,4 +1,5 @@
-"""trainlab.processes.cgroup: where this process's cgroup is and what it allows, read from files laid out as the kernel's."""
+"""trainlab.processes.cgroup: where this process's cgroup is and what it allows, read from files laid out
+as the kernel's."""
 
 import os
 

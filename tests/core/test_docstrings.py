@@ -4,7 +4,6 @@
 import ast
 import importlib
 import re
-from pathlib import Path
 
 from trainlab import paths
 

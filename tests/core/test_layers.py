@@ -6,7 +6,6 @@ workbook/. Read from the source (every import, inside functions too), so a lazy 
 edge; the short names the notebooks use (trainlab.labs, trainlab.runner) are not used inside the package."""
 
 import ast
-from pathlib import Path
 
 import trainlab
 from trainlab import paths

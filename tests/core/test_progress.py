@@ -3,7 +3,6 @@ setting names (the tests' own); a learner's progress is summarised per notebook;
 merges exported records into a table, a CSV and a plot; a damaged record file is named."""
 
 import csv
-import os
 
 import pytest
 

@@ -23,7 +23,7 @@ print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.ge
                   "start_method": __import__("multiprocessing").get_start_method(allow_none=True)}))
 print("to stderr", file=sys.stderr)
 sys.exit(int(sys.argv[1]))
-"""
+"""  # noqa: E501 (the script's text: a comment line in it is long)
 
 
 def observed(result):

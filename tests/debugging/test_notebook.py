@@ -1,8 +1,11 @@
 """Notebook 01 (debugging) runs headless on the device under test (tests/notebook_run.py): the
 solution notebook whole, every check passing; the learner notebook, every check "not attempted"."""
 
-from tests.notebook_run import (test_learner_notebook_checks_report_not_attempted,  # noqa: F401  (collected here)
-                                test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
+from tests.notebook_run import (  # noqa: F401  (collected here)
+    test_learner_notebook_checks_report_not_attempted,
+    test_solution_notebook_runs_and_its_checks_pass,
+    test_whole_learner_notebook_runs,
+)
 
 NOTEBOOK = "01_debugging.ipynb"
 PARAMETERS = {"mock_seed": 8}  # the mock interview's drill in tests: an MLP with two bugs (fast on a CPU)
@@ -25,7 +28,8 @@ def check_rendered(nb):
     healthy = next(c for c in nb.cells if "investigate.healthy(" in c.source)
     reading = texts(nbformat.v4.new_notebook(cells=[healthy]))
     assert "| label-test" in reading and "| gradient-freshness" in reading and "0 of the first" in reading, reading
-    # the ladder: every effect it claims is one of its rows' "vs previous", beyond that row's noise (and the row's before it)
+    # the ladder: every effect it claims is one of its rows' "vs previous", beyond that row's noise
+    # (and the row's before it)
     rows = re.findall(r"^\| *\d+\. [^|]+\| *[\d.]+ *\| *(\d+)% *\| *([\d.]+)x", shown, re.M)
     assert rows, "the ladder's table"
     spread = [int(s) / 100 for s, _ in rows]  # the chunk spread column, in %

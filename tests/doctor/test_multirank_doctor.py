@@ -1,7 +1,8 @@
 """The doctor on multi-rank scripts (`--nproc-per-node 2`, gloo): the FSDP lab's five mistakes, a
 healthy DDP script with nothing above "info", and bugs injected into that script - a collective only
 rank 0 calls, data not sharded, a rank that skips a step, buffers left unsynchronised, uneven batches
-per rank, a rank that raises an error of its own, a rank that does more each step (a straggler). Each test names the mechanism and the numbers the merged report must carry."""
+per rank, a rank that raises an error of its own, a rank that does more each step (a straggler). Each test
+names the mechanism and the numbers the merged report must carry."""
 
 import json
 import shutil
@@ -76,7 +77,8 @@ def test_a_healthy_ddp_script_gets_nothing_above_info_and_per_rank_step_times(tm
     assert json.loads(report.to_json())["schema_version"] == 3
 
 
-@pytest.mark.full  # make test: partial-collective is found in the FSDP lab's five mistakes (issue 34 moved this to the rest)
+# make test: partial-collective is found in the FSDP lab's five mistakes (issue 34 moved this to the rest)
+@pytest.mark.full
 def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
     text = inject(DDP, "            dist.all_reduce(mean_loss)\n            if rank == 0:\n",
                   "            if rank == 0:\n                dist.all_reduce(mean_loss)\n")

@@ -3,8 +3,11 @@ solution notebook whole, every check passing; the learner notebook, every check 
 
 import nbformat
 
-from tests.notebook_run import (test_learner_notebook_checks_report_not_attempted,  # noqa: F401  (collected here)
-                                test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
+from tests.notebook_run import (  # noqa: F401  (collected here)
+    test_learner_notebook_checks_report_not_attempted,
+    test_solution_notebook_runs_and_its_checks_pass,
+    test_whole_learner_notebook_runs,
+)
 
 NOTEBOOK = "02_fsdp.ipynb"
 PREDICTIONS = {"predicted_state_mib": 1.0}  # what a learner predicted (any number: the run shows it next to the measurement)

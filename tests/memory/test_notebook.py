@@ -2,8 +2,11 @@
 (tests/notebook_run.py): the solution notebook whole, its check passing; the learner notebook,
 its check "not attempted"."""
 
-from tests.notebook_run import (test_learner_notebook_checks_report_not_attempted,  # noqa: F401  (collected here)
-                                test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
+from tests.notebook_run import (  # noqa: F401  (collected here)
+    test_learner_notebook_checks_report_not_attempted,
+    test_solution_notebook_runs_and_its_checks_pass,
+    test_whole_learner_notebook_runs,
+)
 
 NOTEBOOK = "05_memory_precision_hardware.ipynb"
 
@@ -28,8 +31,9 @@ def check_rendered(nb):
 
 
 def check_rendered_followups(nb):
-    """05's follow-ups: the stage figures for 70B on 64 ranks are the planner's, the implicit momentum is 1 - 1/M for the
-    simulation's 16 workers, and the bf16-less GPUs, MIG and tensor-core alignment are cited from the data file."""
+    """05's follow-ups: the stage figures for 70B on 64 ranks are the planner's, the implicit momentum is
+    1 - 1/M for the simulation's 16 workers, and the bf16-less GPUs, MIG and tensor-core alignment are
+    cited from the data file."""
     from tests.notebook_run import texts
     from trainlab.workbook import published
     from trainlab.distributed import planner

@@ -1,8 +1,11 @@
 """Notebook 03 (sparse all-reduce) runs headless on the device under test (tests/notebook_run.py): the
 solution notebook whole, every check passing; the learner notebook, every check "not attempted"."""
 
-from tests.notebook_run import (test_learner_notebook_checks_report_not_attempted,  # noqa: F401  (collected here)
-                                test_solution_notebook_runs_and_its_checks_pass, test_whole_learner_notebook_runs)
+from tests.notebook_run import (  # noqa: F401  (collected here)
+    test_learner_notebook_checks_report_not_attempted,
+    test_solution_notebook_runs_and_its_checks_pass,
+    test_whole_learner_notebook_runs,
+)
 
 NOTEBOOK = "03_sparse_allreduce.ipynb"
 PREDICTIONS = {"predicted_byte_ratio": 10.0}  # what a learner predicted (any number: the run shows it next to the measurement)

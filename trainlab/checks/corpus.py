@@ -4,7 +4,8 @@ run every entry through the exercise's own check.
 
     WrongFix("clip instead of zero_grad", Edit(fixes={"labels-misaligned"}, then=(clip_gradients(1.0),)),
              reason="gradients")
-    CorrectAlternative("set_to_none=False", Edit(fixes="all", replace=[("zero_grad()", "zero_grad(set_to_none=False)")]))
+    CorrectAlternative("set_to_none=False",
+                       Edit(fixes="all", replace=[("zero_grad()", "zero_grad(set_to_none=False)")]))
 
 An `Edit` starts from the lab with some of its named fixes applied (none: the shipped
 script; "all": the solution; "all" with `unfixed`: the solution with those bugs put back),

@@ -8,8 +8,9 @@ REPORT` through the runner and reads the report back. The child runs each varian
 a fresh namespace with the same seed, under the doctor's Probe (global hooks installed before
 the script runs: steps, losses, gradients at every step, host reads, data waiting, live graph
 bytes, output dtypes), which stops it after max_steps optimizer steps or backward calls, or
-after NONFINITE_STOP non-finite losses in a row; then it evaluates the script's `model` on its `test_loader` itself, runs the label test on the
-batches it saw, and keeps the script's small tensors (a per-class report, say).
+after NONFINITE_STOP non-finite losses in a row; then it evaluates the script's `model` on its
+`test_loader` itself, runs the label test on the batches it saw, and keeps the script's small tensors (a
+per-class report, say).
 
 A variant marked `"cache": True` (a reference run: a lab's solution, a drill's healthy script)
 is kept in build/measure-cache under a key of everything that decides its run - its source and
@@ -41,6 +42,7 @@ import torch
 
 from trainlab import atomic, paths
 from trainlab.processes import runner
+from trainlab.processes.cores import usable_cores
 from trainlab.workbook.display import working
 from trainlab.doctor import quick_experiments
 from trainlab.doctor.execute import execute
@@ -133,7 +135,7 @@ def _store(variant, device, max_train, report):
 def load_factor():
     """Runnable processes per core - now, or over the last minute if more - at least 1: on 2 cores with 8 checks
     running, each run takes about 4x its idle time, whatever the reference it is compared with took."""
-    cores = runner.usable_cores()
+    cores = usable_cores()
     try:
         return max(1.0, os.getloadavg()[0] / cores, _runnable_now() / cores)
     except OSError:  # no load average on this platform
@@ -154,7 +156,7 @@ def child_threads():
     on a busy one (half again as many runnable processes as cores, as when a room of learners checks at once):
     there each extra thread only waits for a core, and spins while it waits, so the same run costs several
     times the CPU of one thread."""
-    cores = runner.usable_cores()
+    cores = usable_cores()
     given = os.environ.get("OMP_NUM_THREADS", "")
     cores = min(cores, int(given)) if given.isdigit() and int(given) > 0 else cores
     return 1 if load_factor() > 1.5 else cores

@@ -35,7 +35,8 @@ class Diagnosis:
     help_before: tuple  # help used on this lab before stating it
 
     def __repr__(self):  # what a notebook shows when state(...) ends a cell: a line, not the fields
-        return f"Diagnosis of {self.lab}: {', '.join(self.causes)} (evidence: {', '.join(e.experiment for e in self.evidence)})"
+        return (f"Diagnosis of {self.lab}: {', '.join(self.causes)} "
+                f"(evidence: {', '.join(e.experiment for e in self.evidence)})")
 
     def _ipython_display_(self):  # state() has already said it was recorded
         pass

@@ -228,7 +228,8 @@ EXERCISES = [
                 ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = lambda probs, y: nn.functional.nll_loss(torch.log(probs), y)"))),
             # judged by the loss the script is meant to compute: its gradient with respect to the logits
             WrongFix("mean squared error on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
-                     "loss_fn = lambda probs, y: 10 * nn.functional.mse_loss(probs, nn.functional.one_hot(y, 10).float())")),
+                     "loss_fn = lambda probs, y: 10 * nn.functional.mse_loss(probs, "
+                     "nn.functional.one_hot(y, 10).float())")),
                      reason="gradient with respect to the logits"),
             WrongFix("cross-entropy on sharpened probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
                      "loss_fn = lambda probs, y: nn.functional.cross_entropy(10 * probs, y)")),
@@ -236,7 +237,8 @@ EXERCISES = [
             WrongFix("multi-class hinge loss on the probabilities", shipped(("loss_fn = nn.CrossEntropyLoss()",
                      "loss_fn = nn.MultiMarginLoss(margin=0.1)")), reason="gradient with respect to the logits"),
             WrongFix("softmax removed, squared error on the logits", fixed(("loss_fn = nn.CrossEntropyLoss()",
-                     "loss_fn = lambda logits, y: nn.functional.mse_loss(logits, nn.functional.one_hot(y, 10).float())")),
+                     "loss_fn = lambda logits, y: nn.functional.mse_loss(logits, "
+                     "nn.functional.one_hot(y, 10).float())")),
                      kind="partial", reason="gradient with respect to the logits"),
             WrongFix("softmax removed, a binary cross-entropy per class", fixed(("loss_fn = nn.CrossEntropyLoss()",
                      "loss_fn = lambda logits, y: nn.functional.binary_cross_entropy_with_logits(\n"
@@ -292,7 +294,8 @@ EXERCISES = [
             WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="in no optimizer"),
             WrongFix("raise the learning rate", Edit(then=(raise_lr(10),)), kind="mask", reason="in no optimizer"),
             CorrectAlternative("no second model", shipped(
-                ("optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\nmodel = make_model()\n",
+                ("optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n"
+                 "model = make_model()\n",
                  "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)\n"))),
         )),
     LabExercise(
@@ -447,13 +450,15 @@ EXERCISES = [
             WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask"),
             WrongFix("a loss scaler, weights still fp16", shipped(
                 ("        loss.backward()\n        optimizer.step()\n",
-                 "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n"),
+                 "        scaler.scale(loss).backward()\n"
+                 "        scaler.step(optimizer)\n        scaler.update()\n"),
                 ("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss()\nscaler = torch.amp.GradScaler(device.type)")),
                 kind="partial", verdict="error", reason="FP16 gradients"),
             CorrectAlternative("bf16 autocast (no scaler needed)", shipped(
                 ("make_model().half()", "make_model()"),
                 ("        logits = model(x.half())\n",
-                 "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"))),
+                 "        with torch.autocast(device.type, dtype=torch.bfloat16):\n"
+                 "            logits = model(x)\n"))),
             # judged by what master weights are for: the updates survive in the weights the optimizer steps
             WrongFix("fp32 copies in the optimizer, re-made from the fp16 model every step", shipped(*MASTERS(sync=True)),
                      reason="overwritten"),
@@ -472,7 +477,8 @@ EXERCISES = [
             WrongFix("the fix, weights rounded to fp16 in a step post-hook", NAN3_ROUND_HOOK, reason="overwritten"),
             CorrectAlternative("the usual AMP recipe: unscale_, clip at 1.0, step", fixed(
                 ("        scaler.step(optimizer)", "        scaler.unscale_(optimizer)\n"
-                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        scaler.step(optimizer)"))),
+                 "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                 "        scaler.step(optimizer)"))),
         )),
     LabExercise(
         "debugging/slow_1", mechanisms={"data-loader-starves": DATA_WAIT}, max_steps=120,
@@ -498,9 +504,12 @@ EXERCISES = [
                 "train_loader = DataLoader(train_set, batch_size=256, shuffle=True)",
                 "from torch.utils.data import BatchSampler, RandomSampler, TensorDataset\n"
                 "scale = torch.tensor(images.std).view(1, 3, 1, 1) * 255\n"
-                "prepared = (images.train_x.float() - torch.tensor(images.mean).view(1, 3, 1, 1) * 255) / scale\n"
-                "batches = BatchSampler(RandomSampler(range(len(images.train_y))), batch_size=256, drop_last=True)\n"
-                "train_loader = DataLoader(TensorDataset(prepared, images.train_y), sampler=batches, batch_size=None)"))),
+                "prepared = (images.train_x.float() - torch.tensor(images.mean).view(1, 3, 1, 1) * 255) "
+                "/ scale\n"
+                "batches = BatchSampler(RandomSampler(range(len(images.train_y))), batch_size=256, "
+                "drop_last=True)\n"
+                "train_loader = DataLoader(TensorDataset(prepared, images.train_y), sampler=batches, "
+                "batch_size=None)"))),
         )),
     LabExercise(
         "debugging/slow_2", max_steps=120,
@@ -522,12 +531,14 @@ EXERCISES = [
                                                               "        for i in range(len(y) if step % 4 == 0 else 0):")),
                      kind="mask", reason="host reads"),
             WrongFix("no per-class report", Edit(fixes="all", replace=tuple((line, "") for line in (
-                "        confusion.view(-1).index_add_(0, y * 10 + pred, torch.ones_like(y, dtype=confusion.dtype))  # the "
-                "same, on the device\n",
-                "        class_loss.index_add_(0, y, per_sample.detach())  # index_add_ never waits for the host\n",
+                "        confusion.view(-1).index_add_(0, y * 10 + pred, "
+                "torch.ones_like(y, dtype=confusion.dtype))  # the same, on the device\n",
+                "        class_loss.index_add_(0, y, per_sample.detach())"
+                "  # index_add_ never waits for the host\n",
                 "        confidence.index_add_(0, y, probs.gather(1, y[:, None]).squeeze(1))\n",
                 "        top3_hits.index_add_(0, y, (top3 == y[:, None]).any(1).to(top3_hits.dtype))\n",
-                "        seen, hits = confusion.sum(1), confusion.diag()  # both follow from the confusion matrix\n"))),
+                "        seen, hits = confusion.sum(1), confusion.diag()"
+                "  # both follow from the confusion matrix\n"))),
                 kind="deletion", reason="sums to"),
             WrongFix("under torch.no_grad()", shipped(("        for i in range(len(y)):",
                                                        "        with torch.no_grad():\n          for i in range(len(y)):")),
@@ -566,7 +577,8 @@ EXERCISES = [
             CorrectAlternative("bincount on the device (five waits a step, not hundreds)", shipped((LOOP,
                 "        confusion += torch.bincount(y * 10 + pred, minlength=100).view(10, 10)\n"
                 "        class_loss += torch.bincount(y, weights=per_sample.detach(), minlength=10)\n"
-                "        confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), minlength=10)\n"
+                "        confidence += torch.bincount(y, weights=probs.gather(1, y[:, None]).squeeze(1), "
+                "minlength=10)\n"
                 "        top3_hits += torch.bincount(y[(top3 == y[:, None]).any(1)], minlength=10)\n"
                 "        seen, hits = confusion.sum(1), confusion.diag()\n"))),
         )),
@@ -589,15 +601,15 @@ EXERCISES = [
             WrongFix("bigger batches", shipped(("batch_size=256, shuffle=True", "batch_size=1024, shuffle=True")),
                      kind="mask", reason="waiting for the next batch"),
             WrongFix("loader fixed, no per-class report", Edit(fixes="all", replace=(
-                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))  # on the device: nothing waits for the "
-                 "host\n", ""),
+                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))"
+                 "  # on the device: nothing waits for the host\n", ""),
                 ("        hits.index_add_(0, y, (pred == y).to(hits.dtype))\n", ""))), kind="deletion", reason="sums to"),
             # a handful of waits per step, not hundreds: bincount and a boolean mask each wait once
             WrongFix("loader fixed, the step and the counting in a step closure", SLOW3_CLOSURE, kind="partial",
                      reason="host reads"),
             CorrectAlternative("bincount on the device", Edit(fixes="all", replace=(
-                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))  # on the device: nothing waits for the "
-                 "host\n", "        seen += torch.bincount(y, minlength=10)\n"),
+                ("        seen.index_add_(0, y, torch.ones_like(y, dtype=seen.dtype))"
+                 "  # on the device: nothing waits for the host\n", "        seen += torch.bincount(y, minlength=10)\n"),
                 ("        hits.index_add_(0, y, (pred == y).to(hits.dtype))\n",
                  "        hits += torch.bincount(y[pred == y], minlength=10)\n")))),
             # a learner's walk: the hint's recipe with the loader rewritten and set_epoch left out - the same

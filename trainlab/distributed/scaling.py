@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from trainlab.workbook import published
 
 PROTOCOLS = ("ll", "ll128", "simple")
-# NCCL's per-protocol figures (tuning.cc): bandwidth a protocol reaches as a share of the link's (tuning.cc's ring refinements)
+# NCCL's per-protocol figures (tuning.cc): bandwidth a protocol reaches as a share of the link's
+# (tuning.cc's ring refinements)
 PROTOCOL_BANDWIDTH = {"ll": {"all_reduce": 1 / 4, "other": 1 / 3}, "ll128": 0.92, "simple": 1.0}
 # all_to_all: N-1 exchanges, priced as steps (NCCL runs them as concurrent point-to-point sends, so
 # this is an upper bound on its latency)

@@ -126,7 +126,8 @@ class Report:
         colors = {"critical": "#cf222e", "warning": "#9a6700", "info": "#6e7781"}
         rows = "".join(
             f"<tr><td style='color:{colors[f.severity]}'><b>{f.severity}</b></td><td>{f.category}</td>"
-            f"<td><b>{html.escape(f.title)}</b><br><small>{html.escape(', '.join(f'{k}={_fmt(v)}' for k, v in f.evidence.items()))}"
+            f"<td><b>{html.escape(f.title)}</b><br>"
+            f"<small>{html.escape(', '.join(f'{k}={_fmt(v)}' for k, v in f.evidence.items()))}"
             f"</small><br><i>{html.escape(f.suggestion)}</i></td><td><code>{f.cause}</code></td></tr>"
             for f in self.findings)
         crash = f"<p style='color:#cf222e'><b>Crash</b> at {html.escape(self.crash['where'])}: " \

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from trainlab.processes import runner
+from trainlab.processes import runner, torchrun_output
 from trainlab.workbook import labs
 from trainlab.checks.core import Exercise, Verdict, same_text
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
@@ -79,7 +79,8 @@ CORPUS = (
         "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after"),
         reason="plain tensors"),
     WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
-        '            if step % args.log_every == 0:\n                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
+        '            if step % args.log_every == 0:\n'
+        '                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
         '            if ctx.is_main and step % args.log_every == 0:\n'
         '                print(f"step {step:4d} loss {float(all_mean(loss, ctx)):.4f}")'),
         reason="a rank waited in a collective the others never called"),
@@ -224,7 +225,9 @@ class FsdpLabExercise(Exercise):
     def _judge_failed_run(self, m):
         """A run that hung or raised: what setup showed is judged; the rest is not."""
         error = m["error"] or "the run failed"
-        hung = m["timed_out"] or bool(runner.WAITED.search(error) or runner.CONSEQUENCE.search(error))  # the first failing rank's
+        # the first failing rank's error: a collective left waiting, or a peer lost
+        waited = torchrun_output.WAITED.search(error) or torchrun_output.CONSEQUENCE.search(error)
+        hung = m["timed_out"] or bool(waited)
         observed = {"optimizer-before-sharding": _plain_optimizer_tensors(m), "root-only-wrap": _units(m)}
         verdicts = {}
         for mistake in MISTAKES:

@@ -23,7 +23,8 @@ EXPERIMENT_KINDS = {"steptime": "trainlab.fsdp.steptime:steptime",
 
 
 def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):
-    """Run {name: {"kind": one of EXPERIMENT_KINDS, options}} in one launch of world_size ranks; return {name: result}."""
+    """Run {name: {"kind": one of EXPERIMENT_KINDS, options}} in one launch of world_size ranks;
+    return {name: result}."""
     unknown = {o.get("kind") for o in spec.values()} - set(EXPERIMENT_KINDS)
     if unknown:
         raise ValueError(f"unknown experiment kind(s) {sorted(unknown, key=str)}; known: {sorted(EXPERIMENT_KINDS)}")

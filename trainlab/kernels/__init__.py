@@ -10,7 +10,8 @@ version for the CPU rung of the ladder (`cpp.py`, registered as operators by `li
 puts eager / torch.compile / Triton / C++ side by side (timed with `trainlab.measurement.timing`), `peak_memory.py`
 compares peak memory, `parity.py` trains with each kernel against eager, `autotune.py` tunes a
 tile shape, `gpu_compile.py` compiles for a GPU without one, `profile.py` shows where the training
-step spends its time and `plots.py` draws it, `overheads.py` measures a call's fixed cost and a sum's order; `exercises.py` and `labcheck.py` judge the labs.
+step spends its time and `plots.py` draws it, `overheads.py` measures a call's fixed cost and a sum's
+order; `exercises.py` and `labcheck.py` judge the labs.
 
 Import this package before anything imports triton on a machine without a GPU: `triton_env.py`
 sets TRITON_INTERPRET=1 so the Triton kernels run (slowly, exactly) on CPU.

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from trainlab.kernels.cpp import extension, require_float32_or_64
+from trainlab.kernels.cpp import extension
 from trainlab.kernels.triton_env import check_device, constexpr, jit, tl
 
 CHUNK = 4096  # elements per program

@@ -27,7 +27,10 @@ tuned_forward = triton.autotune(configs=CONFIGS, key=["M", "C"])(chain._forward_
 def _launch(kernel, x, bias, scale, shift, **config):
     M, C = x.shape
     y = torch.empty_like(x)
-    grid = (lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(C, meta["BLOCK_C"])))
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(C, meta["BLOCK_C"]))
+
     kernel[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1), COMPUTE=triton_env.compute_type(x.dtype),
                  **config)
     return y

@@ -128,9 +128,10 @@ EXERCISES = [
             WrongFix("the fastest launch instead of the median", shipped(("return statistics.median(times)", "return min(times)")),
                      kind="mask", reason="the work took"),
             CorrectAlternative("all launches timed together, then one wait", shipped(
-                ("    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n        stream.launch(fn)\n"
-                 "        times.append(time.perf_counter() - t0)\n    stream.synchronize()  # wait before returning, so no work is "
-                 "left running\n    return statistics.median(times)\n",
+                ("    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n"
+                 "        stream.launch(fn)\n        times.append(time.perf_counter() - t0)\n"
+                 "    stream.synchronize()  # wait before returning, so no work is left running\n"
+                 "    return statistics.median(times)\n",
                  "    t0 = time.perf_counter()\n    for _ in range(repeats):\n        stream.launch(fn)\n"
                  "    stream.synchronize()  # the work is done: now the clock counts all of it\n"
                  "    return (time.perf_counter() - t0) / repeats\n"))),

@@ -114,7 +114,8 @@ EXERCISES = [
                      kind="partial", reason="peak memory"),
             WrongFix("keep saved activations in fp16", shipped(
                 ("    x = model.embed(images)", "    def pack(t):\n        return (t.dtype, t.half()) if t.numel() >= 100_000 else t\n\n"
-                                               "    def unpack(saved):\n        return saved[1].to(saved[0]) if isinstance(saved, tuple) else saved\n\n"
+                                               "    def unpack(saved):\n"
+                                               "        return saved[1].to(saved[0]) if isinstance(saved, tuple) else saved\n\n"
                                                "    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):\n"
                                                "        return _forward(model, images)\n\n\ndef _forward(model, images):\n"
                                                "    x = model.embed(images)")),
@@ -128,10 +129,11 @@ EXERCISES = [
                 reason="peak memory"),
             WrongFix("selective checkpointing of every block", shipped(
                 ("import torch\n", "from functools import partial\n\nimport torch\n"
-                 "from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts\n"
+                 "from torch.utils.checkpoint import CheckpointPolicy, checkpoint, "
+                 "create_selective_checkpoint_contexts\n"
                  "\n\ndef _policy(ctx, op, *args, **kwargs):\n"
-                 "    return CheckpointPolicy.MUST_SAVE if op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default) "
-                 "else CheckpointPolicy.PREFER_RECOMPUTE\n"),
+                 "    return CheckpointPolicy.MUST_SAVE if op in (torch.ops.aten.mm.default, "
+                 "torch.ops.aten.addmm.default) else CheckpointPolicy.PREFER_RECOMPUTE\n"),
                 (SHIPPED_LOOP, "    for block in model.blocks:\n        x = checkpoint(block, x, use_reentrant=False, "
                                "context_fn=partial(create_selective_checkpoint_contexts, _policy))\n")),
                 kind="partial", reason="peak memory"),
@@ -155,7 +157,8 @@ EXERCISES = [
                 ("import torch\n", "import torch\nfrom torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
                                    "checkpoint_wrapper\n"),
                 (SHIPPED_LOOP, "    for i, block in enumerate(model.blocks):\n        if i % 2 == 0 and not hasattr(block, "
-                               "'_checkpoint_wrapped_module'):\n            model.blocks[i] = block = checkpoint_wrapper(block)\n"
+                               "'_checkpoint_wrapped_module'):\n"
+                               "            model.blocks[i] = block = checkpoint_wrapper(block)\n"
                                "        x = block(x)\n"))),
         )),
 ]
@@ -199,7 +202,8 @@ EXERCISES += [
             WrongFix("fp32 masters copied back from the bf16 weights at every step", shipped(
                 MASTERS, ("        optimizer.step()\n",
                           "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
-                          "                m.copy_(p)  # start from the model's weights\n                m.grad, p.grad = p.grad.float(), None\n"
+                          "                m.copy_(p)  # start from the model's weights\n"
+                          "                m.grad, p.grad = p.grad.float(), None\n"
                           "        optimizer.step()\n        with torch.no_grad():\n"
                           "            for m, p in zip(master, model.parameters()):\n                p.copy_(m)\n")),
                 kind="partial", reason="kept exactly the same value"),
@@ -207,10 +211,13 @@ EXERCISES += [
                 ("optimizer = torch.optim.AdamW(model.parameters(),",
                  "optimizer = torch.optim.AdamW([p.detach().float() for p in model.parameters()],"),
                 ("        optimizer.step()\n",
-                 "        master = [p.detach().float() for p in model.parameters()]  # fp32 copies for the update\n"
-                 "        for m, p in zip(master, model.parameters()):\n            m.grad, p.grad = p.grad.float(), None\n"
+                 "        master = [p.detach().float() for p in model.parameters()]"
+                 "  # fp32 copies for the update\n"
+                 "        for m, p in zip(master, model.parameters()):\n"
+                 "            m.grad, p.grad = p.grad.float(), None\n"
                  "        state = optimizer.state_dict()\n        optimizer.param_groups[0]['params'] = master\n"
-                 "        optimizer.state.clear()\n        optimizer.load_state_dict(state)\n        optimizer.step()\n"
+                 "        optimizer.state.clear()\n        optimizer.load_state_dict(state)\n"
+                 "        optimizer.step()\n"
                  "        with torch.no_grad():\n            for m, p in zip(master, model.parameters()):\n"
                  "                p.copy_(m)\n")),
                 kind="partial", reason="kept exactly the same value"),
@@ -230,12 +237,15 @@ EXERCISES += [
             CorrectAlternative("fp16 autocast with a GradScaler", shipped(
                 (BF16_MODEL, "model = make_model()\n"),
                 ("loss_fn = nn.CrossEntropyLoss()\n", "loss_fn = nn.CrossEntropyLoss()\nscaler = torch.amp.GradScaler(device.type)\n"),
-                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.float16):\n            logits = model(x)\n"),
+                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.float16):\n"
+                             "            logits = model(x)\n"),
                 ("        loss.backward()\n        optimizer.step()\n",
-                 "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n"))),
+                 "        scaler.scale(loss).backward()\n"
+                 "        scaler.step(optimizer)\n        scaler.update()\n"))),
             CorrectAlternative("the fix with gradient clipping at 1.0", shipped(
                 (BF16_MODEL, "model = make_model()\n"),
-                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.bfloat16):\n            logits = model(x)\n"),
+                (BF16_INPUT, "        with torch.autocast(device.type, dtype=torch.bfloat16):\n"
+                             "            logits = model(x)\n"),
                 ("        optimizer.step()\n",
                  "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n"))),
         ), guards=()),

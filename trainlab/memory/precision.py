@@ -13,8 +13,9 @@ Two ways low precision fails silently:
   every gradient) by S before backward and divides the fp32 gradients by S before the step.
   bf16 keeps fp32's 8 exponent bits, so its range is fp32's and it needs no scaler.
 - bf16 has 8 bits of precision (7 stored): neighbouring values are 2^-8 to 2^-7 of a weight apart,
-  so adding an update smaller than 2^-9 to 2^-8 of the weight rounds back to the same weight. Weights and optimizer state kept in bf16 therefore lose most
-  small updates; fp32 master weights (the layers compute in bf16 under autocast, the optimizer
+  so adding an update smaller than 2^-9 to 2^-8 of the weight rounds back to the same weight.
+  Weights and optimizer state kept in bf16 therefore lose most small updates; fp32 master weights (the
+  layers compute in bf16 under autocast, the optimizer
   adds updates in fp32) keep them.
 """
 

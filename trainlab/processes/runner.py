@@ -8,15 +8,14 @@ kernel down, and multi-rank code cannot run inside a kernel at all (mp.spawn nee
 importable functions). The child's output streams into the notebook as it comes; at the
 time limit, or on interrupt, the whole process tree is killed (torchrun puts each worker
 in its own session, so killing one process group is not enough); a failed rank is named
-with its error line.
+with its error line. Launching is here; killing a tree is `tree.py`, reading torchrun's output
+`torchrun_output.py`, counting usable cores `cores.py`.
 """
 
 import concurrent.futures
 import contextlib
 import json
-import math
 import os
-import re
 import selectors
 import signal
 import socket
@@ -28,7 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import paths
-from trainlab.processes import cgroup, oom, warmstart
+from trainlab.processes import oom, warmstart
+from trainlab.processes.cores import usable_cores  # noqa: F401 - runner.usable_cores, as before the split
+from trainlab.processes.torchrun_output import (CONSEQUENCE, WAITED, failed_rank, failed_ranks,  # noqa: F401
+                                                first_cause, last_error_line, native_crash, rank_output)
+from trainlab.processes.tree import descendants, kill_tree  # noqa: F401 - runner.kill_tree, as before the split
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 
@@ -73,17 +76,6 @@ class Result:
         if not self.ok:
             raise ChildError(self.error or f"child failed with exit code {self.returncode}", self)
         return self
-
-
-def usable_cores():
-    """The cores this process may use: those it may run on (taskset, a container's cpuset), fewer if its cgroup's
-    CPU quota allows less (systemd's CPUQuota, docker --cpus, a learner's server in a room)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    quota = cgroup.cpu_quota()
-    return max(1, min(cores, math.ceil(quota))) if quota else cores
 
 
 def child_env(extra=None):
@@ -156,30 +148,6 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
     return again
 
 
-FATAL_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
-
-
-def native_crash(result):
-    """(rank, signal) when a rank died by a fatal signal - a crash in native code (a Python error
-    exits with a code instead) - else None. Not a time-out, not SIGKILL/SIGTERM (those come from
-    outside: the time limit, the launcher stopping the other ranks, the out-of-memory killer)."""
-    if result.ok or result.timed_out:
-        return None
-    failures = failed_ranks(result.output)
-    for rank, _ in failures:  # a rank that raised is the script's own failure, whatever else crashed
-        line = last_error_line(rank_output(result.output, rank))
-        if line and not CONSEQUENCE.search(line):
-            return None
-    for rank, code in failures:
-        if _fatal(code):
-            return rank, signal.Signals(-code)
-    return None
-
-
-def _fatal(code):
-    return code is not None and -code in FATAL_SIGNALS  # Signals are ints
-
-
 def _record_crash(cmd, rank, sig, result):
     """Append the crash, with the crashed rank's last lines (faulthandler's stacks), to the file
     TRAINLAB_CRASH_LOG names: the test session lists every re-launched crash in its summary."""
@@ -229,27 +197,13 @@ def _rank_env(env):
 def _name_failed_rank(result):
     if not result.ok:
         failures = failed_ranks(result.output)
-        rank, code, line = _first_cause(result.output, failures) if failures else (None, None, "")
+        rank, code, line = first_cause(result.output, failures) if failures else (None, None, "")
         result.failed_rank = rank
         if code is not None and code < 0:
             line = f"killed by signal {signal.Signals(-code).name}" + (f" ({line})" if line else "")
         where = f"rank {rank}" if rank is not None else "a rank"
         result.error = _describe_failure(result, f"{where} failed: {line or 'see the output above'}")
     return result
-
-
-def _first_cause(output, failures):
-    """(rank, exit code, error line) of the failure that caused the others. torchrun's root cause
-    is the first failure it observed, which can be a rank that lost its connection to the rank
-    that really failed: prefer a rank whose own error is not such a consequence."""
-    lines = [(rank, code, last_error_line(rank_output(output, rank))) for rank, code in failures]
-    for rank, code, line in lines:
-        if line and not CONSEQUENCE.search(line) and code != -signal.SIGTERM:
-            return rank, code, line
-    for rank, code, line in lines:  # no rank raised: one that crashed (SIGSEGV, ...) caused the others' errors
-        if _fatal(code):
-            return rank, code, line
-    return lines[0]
 
 
 def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None):
@@ -331,97 +285,6 @@ class _PipeOutput:
     def close(self):
         self.selector.close()
         return b""
-
-
-def descendants(pid):
-    """All live descendant pids of pid (via `ps`, which Linux and macOS both have)."""
-    try:
-        table = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    children = {}
-    for line in table.splitlines():
-        child, parent = map(int, line.split())
-        children.setdefault(parent, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def kill_tree(proc, grace=3.0):
-    """SIGTERM the child's tree (torchrun forwards it to its workers), then SIGKILL what is left."""
-    tree = set(descendants(proc.pid))
-    if proc.poll() is None or tree:
-        _signal_all(proc.pid, tree, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        tree |= set(descendants(proc.pid))
-        _signal_all(proc.pid, tree, signal.SIGKILL)
-    proc.wait()
-    if proc.stdout:
-        proc.stdout.close()
-
-
-def _signal_all(root, pids, sig):
-    for target in (root, *pids):
-        for kill in (os.killpg, os.kill):  # its group (same session) and the process itself
-            try:
-                kill(target, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-FAILURE = re.compile(r"^\s*rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", re.M)
-ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt|Exit|Failed)\b.*$", re.M)
-# A C++ exception that escaped a call the script made (gloo checks a collective's sizes this way):
-# the process aborts (SIGABRT), but the script's own call failed
-CPP_THROW = re.compile(r"terminate called after throwing an instance of '([^']+)'\s*\n\s*what\(\):\s*(.*)")
-# What a rank reports when another rank failed under it or left it waiting: not a cause of its own. The one
-# list: the runner names the rank that really failed by it, the multi-rank doctor shows such a crash beneath
-# the finding that explains it, and the FSDP lab's check reads a rank left waiting as a hang.
-LOST_PEER = r"connection (closed|reset|refused)|broken pipe|peer|communicator was aborted"
-LEFT_WAITING = r"timed? ?out|timeout|mismatch between collectives|detected mismatch|collective.*(desync|mismatch)"
-CONSEQUENCE = re.compile(LOST_PEER, re.I)  # another rank died: this one lost its connection
-WAITED = re.compile(LEFT_WAITING, re.I)  # another rank never joined, or joined a different collective
-
-
-def failed_ranks(output):
-    """[(rank, exit code)] from torchrun's failure summary: the root cause (the first failure it
-    observed) first, then the other failures."""
-    summary = output[output.rfind("Failures:"):] if "Failures:" in output else output
-    root = summary.find("Root Cause")
-    found = [(int(r), int(c)) for r, c in FAILURE.findall(summary[root:] if root >= 0 else "")]
-    found += [(int(r), int(c)) for r, c in FAILURE.findall(summary[:root] if root >= 0 else summary)]
-    return list(dict.fromkeys(found))
-
-
-def failed_rank(output):
-    """The rank whose failure caused the others (torchrun's root cause unless that rank only
-    lost its connection), or None."""
-    failures = failed_ranks(output)
-    return _first_cause(output, failures)[0] if failures else None
-
-
-def rank_output(output, rank):
-    """The lines one local rank printed (torchrun's --tee prefix is [default<rank>]:)."""
-    prefix = f"[default{rank}]:"
-    lines = [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
-    return "\n".join(re.sub(r"^\[rank\d+\]:\s?", "", line) for line in lines)
-
-
-def last_error_line(text):
-    """The last line that looks like 'SomeError: message' (a traceback's final line), or the C++
-    exception that ended the process ('gloo::EnforceNotMet: ... collective mismatch ...')."""
-    thrown = CPP_THROW.search(text)
-    if thrown:  # it aborted the process, so nothing came after it
-        return f"{thrown.group(1)}: {thrown.group(2).strip()}"
-    matches = ERROR_LINE.findall(text)
-    return matches[-1].strip() if matches else ""
 
 
 def _describe_failure(result, detail):

@@ -147,7 +147,6 @@ def steps(algorithm, N):
 def link_calls(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, row=1):
     """[(kind, bytes of the full tensor)] for each call one reduction makes - the sizes a
     collective model prices (an all-gather's full tensor is every rank's part together)."""
-    pair = idx_bytes + row * val_bytes
     if algorithm == "dense":
         return [("all_reduce", D * row * val_bytes)]
     if algorithm == "allgather":

@@ -68,7 +68,8 @@ CORPUS = (
              verdict="error", reason="SystemExit"),
     CorrectAlternative("coalesce the gathered pairs", Edit(fixes="all", replace=((
         "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))",
-        "    out = torch.sparse_coo_tensor(torch.cat(all_idx)[None], torch.cat(all_val), grad.shape).coalesce().to_dense()"),))),
+        "    out = torch.sparse_coo_tensor(torch.cat(all_idx)[None], torch.cat(all_val), grad.shape)"
+        ".coalesce().to_dense()"),))),
     # the cases' values are not exact in 16-bit floats (and their sums are exact in float32): narrowing shows
     WrongFix("values sent as bfloat16 (half the bytes)", Edit(fixes="all", replace=(
         ("    dist.all_gather(all_val, val, group=group)\n",
@@ -82,9 +83,11 @@ CORPUS = (
          "    all_val = [v.float() for v in all_val]\n"),)), kind="other", reason="differs from the dense all-reduce"),
     WrongFix("summed in bfloat16", Edit(fixes="all", replace=(
         ("    out = torch.zeros(grad.shape, dtype=val.dtype)\n"
-         "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))  # indices on several ranks are summed\n",
+         "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val))"
+         "  # indices on several ranks are summed\n",
          "    out = torch.zeros(grad.shape, dtype=torch.bfloat16)\n"
-         "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val).bfloat16())\n    out = out.to(val.dtype)\n"),)),
+         "    out.index_add_(0, torch.cat(all_idx), torch.cat(all_val).bfloat16())\n"
+         "    out = out.to(val.dtype)\n"),)),
         kind="other", reason="differs from the dense all-reduce"),
     CorrectAlternative("indices sent as int32", Edit(fixes="all", replace=(
         ("    dist.all_gather(all_idx, idx, group=group)\n",

@@ -10,7 +10,8 @@ of a million rows at 0.1% density. Each case records the largest difference from
 all-reduce (or the error the function raised), and the bytes each rank sent: a sparse
 all-reduce must send a fraction of what the dense one sends.
 Rank 0 rewrites the JSON before each case (naming the case it is about to run, so a rank that
-dies - gloo aborts on an all-gather of unequal sizes - is traced to its case); the verdict is computed in the parent (`trainlab.sparse.exercises`).
+dies - gloo aborts on an all-gather of unequal sizes - is traced to its case); the verdict is computed
+in the parent (`trainlab.sparse.exercises`).
 """
 
 import json

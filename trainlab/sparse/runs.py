@@ -108,8 +108,8 @@ def crossover_vs_ranks(size, links, ranks=RANKS, link_ranks=(("nvlink", 8),)):
     """The crossover density against N for a gradient of `size` values: by bytes alone (any
     bandwidth-bound link) for all-gather and for partitioned reduction with disjoint (overlap 0)
     and identical (overlap 1) index sets, and projected over each published link with the flat ring
-    model (distributed.scaling: NCCL's per-protocol figures; NVLink only up to the 8 GPUs of a node). The time model with this machine's constants
-    is left out here: its latencies were measured at one N."""
+    model (distributed.scaling: NCCL's per-protocol figures; NVLink only up to the 8 GPUs of a node).
+    The time model with this machine's constants is left out here: its latencies were measured at one N."""
     rows = []
     for n in ranks:
         row = {"ranks": n, "all-gather, bytes": cost.byte_crossover("allgather", n, size),

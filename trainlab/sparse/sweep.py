@@ -4,8 +4,9 @@
 
 First the time model's constants, measured here: the latency of each collective kind (one
 call on one value), seconds per byte (a large dense all-reduce), the merge cost per element (coalescing one
-sorted run per rank) and the cost per row of making a gradient dense. Then, per density, each pattern's median time over repeats (ranks start
-together after a barrier; the slowest rank's time counts) and the bytes it handed to the
+sorted run per rank) and the cost per row of making a gradient dense. Then, per density, each
+pattern's median time over repeats (ranks start together after a barrier; the slowest rank's time
+counts) and the bytes it handed to the
 collectives. Rank 0 writes the JSON.
 """
 

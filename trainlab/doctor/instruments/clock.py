@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch.utils.data import dataloader
 from torch.utils.data._utils import fetch as data_fetch
 
-from trainlab.processes import runner
+from trainlab.processes.cores import usable_cores
 from trainlab.doctor.instruments.base import Instrument, mean, median, median_float
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.instruments.syncs import HostReads
@@ -216,7 +216,7 @@ class Clock(Instrument, StepClock):
         OMP_NUM_THREADS or a launcher set), the cores this process may use, and where the model computes."""
         root = self.probe.captured.root
         param = next(root.parameters(), None) if root is not None else None
-        cores = runner.usable_cores()
+        cores = usable_cores()
         # ranks on this host share its cores (the process group may be gone by now: the launcher's variables)
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("WORLD_SIZE") or 1)
         if dist.is_available() and dist.is_initialized():

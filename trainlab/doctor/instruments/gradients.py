@@ -26,7 +26,8 @@ class Gradients(Instrument):
         self.stale_by_updater = {}  # "optimizer 1 (Adam)" or "by hand" -> stale_grads of its updates alone
         self.after_backward = []  # per inspected backward: gradient coverage of the parameters
         self._had_grads = set()  # optimizers whose parameters a backward gave gradients since their last step
-        self.cleared = {}  # id(optimizer) -> [optimizer, steps that followed such a backward, ... with no gradient left]
+        # id(optimizer) -> [optimizer, steps that followed such a backward, ... with no gradient left]
+        self.cleared = {}
 
     def patches(self):
         return [(torch.nn.utils, "clip_grad_norm_", self._wrap_clip),

@@ -12,8 +12,9 @@ On a CPU every tensor is already on the host, so the run is read as the same scr
 would run: every tensor counts as on the device except what the script copied to the host
 (`.cpu()`, which then returns a copy, as it does from a GPU) and what it computes from such copies
 alone. `.to("cpu")` is not: on a CPU run it cannot be told from `.to(device)` with a device that is
-the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and `.numpy()` have no operation of their own on a CPU
-tensor: they are counted by wrapping them. Threads the script starts during the run are counted
+the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and
+`.numpy()` have no operation of their own on a CPU tensor: they are counted by wrapping them. Threads
+the script starts during the run are counted
 too (a dispatch mode is per thread). Reads by the probe itself, and by torch.optim's own code inside
 optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
 run inside the step - a closure, a step hook - is. A DataLoader building a batch runs without the

@@ -20,7 +20,8 @@ def control_run(m, x):
     if not not_learning(m):
         where = "the script learns; for comparison"
     elif c["learns"]:
-        where = "the fault is in the training loop (loss, optimizer, schedule, clipping, precision), not in the data or model"
+        where = ("the fault is in the training loop (loss, optimizer, schedule, clipping, precision), "
+                 "not in the data or model")
     else:
         where = (f"inconclusive: the control did not learn in its {c['steps']} steps either, so it cannot place the "
                  "fault - the data or the model may be wrong, or they need more steps than the control gives")

@@ -26,9 +26,13 @@ def test_every_menu_cause_is_testable_by_an_experiment_the_checklist_runs():
     assert len(causes.CAUSES) >= 28
     for cause in causes.CAUSES.values():
         assert cause.question.endswith("?") and cause.category in causes.CATEGORIES, cause.id
-        assert cause.evidence and set(cause.evidence) <= set(EXPERIMENTS), cause.id
+        assert cause.evidence and set(cause.evidence) <= set(causes.EXPERIMENT_IDS), cause.id
         assert cause.symptoms and set(cause.symptoms) <= set(causes.SYMPTOMS), cause.id
         assert cause.mechanism and cause.fields, cause.id
+
+
+def test_the_investigation_implements_exactly_the_experiments_the_registry_declares():
+    assert tuple(EXPERIMENTS) == causes.EXPERIMENT_IDS  # the doctor names them; module 01 runs them, in this order
 
 
 def test_a_diagnosis_in_words_can_name_every_menu_cause_and_nothing_else():

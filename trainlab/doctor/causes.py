@@ -23,6 +23,12 @@ from dataclasses import dataclass, field, replace
 # The checklist's order, also the order findings of one severity are ranked in (`report.rank`).
 CATEGORIES = ("distributed", "data", "model", "loss", "optimizer", "device", "precision", "run")
 SYMPTOMS = ("no-convergence", "nan", "slow", "memory", "crash", "hang")
+# The checklist's experiments, by id: what a learner runs to tell causes apart (each cause's `evidence`). Declared
+# here, where the causes name them; module 01's investigation implements each (trainlab.debugging.investigate).
+EXPERIMENT_IDS = ("input-stats", "label-test", "init-stats", "layer-gradients", "gradient-flow", "update-sizes",
+                  "control-run", "overfit-one-batch", "batch-contents", "loss-inputs", "train-mode", "first-nonfinite",
+                  "optimizer-coverage", "gradient-freshness", "lr-per-step", "lr-range-test", "optimizer-settings",
+                  "dtypes", "time-split", "host-reads", "memory-per-step")
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class Cause:
     id: str  # stable id, as in the doctor's findings and the labs' `#| cause` lines
     category: str  # one of CATEGORIES
     question: str | None = None  # the hypothesis as a question an experiment answers (None: not on the menu)
-    evidence: tuple = ()  # ids of the experiments (trainlab.debugging.investigate) that discriminate it
+    evidence: tuple = ()  # ids of the experiments (EXPERIMENT_IDS) that discriminate it
     symptoms: tuple = ()  # what an engineer reports when this is the cause (SYMPTOMS)
     role: str = "cause"  # "cause", or "context": information beside the causes, never a root cause
     severities: tuple = ("critical", "warning")  # the severities its finding takes

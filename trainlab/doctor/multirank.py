@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab.processes import runner
+from trainlab.processes import runner, torchrun_output
 from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
 HANG_CAUSES = ("partial-collective", "collective-mismatch", "uneven-steps", "rank-did-not-finish")  # what makes ranks wait
-CONSEQUENCE = re.compile(f"{runner.LEFT_WAITING}|{runner.LOST_PEER}", re.I)  # another rank's doing, not this one's
+CONSEQUENCE = re.compile(f"{torchrun_output.LEFT_WAITING}|{torchrun_output.LOST_PEER}", re.I)  # another rank's doing, not this one's
 STRAGGLER = 1.5  # a rank whose compute per step exceeds the fastest rank's by this factor
 
 

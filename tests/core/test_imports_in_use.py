@@ -73,3 +73,27 @@ def test_every_trainlab_import_in_notebooks_and_labs_resolves():
 def test_the_walk_sees_a_moved_module():
     assert list(trainlab_imports("from trainlab.gone import x\nimport trainlab.also_gone\nimport torch")) == [
         ("trainlab.gone", "x"), ("trainlab.also_gone", None)]
+
+
+EVERY_MODULE = """
+import importlib, json, pkgutil, trainlab
+broken = []
+for found in pkgutil.walk_packages(trainlab.__path__, "trainlab."):
+    # the hub's modules need JupyterHub (their own environment, tests/hub); healthy drill scripts are data
+    if found.name.startswith(("trainlab.hub.", "trainlab.drill.healthy.")) or found.name.endswith(".__main__"):
+        continue
+    try:
+        importlib.import_module(found.name)
+    except Exception as error:
+        broken.append(f"{found.name}: {error!r}")
+print(json.dumps(broken))
+"""
+
+
+def test_every_module_of_the_package_imports():
+    """A moved name that only an import-time expression reads (an f-string, a default argument) fails here."""
+    done = subprocess.run([sys.executable, "-c", EVERY_MODULE], capture_output=True, text=True, timeout=300,
+                          env={"TRITON_INTERPRET": "1", **os.environ})
+    assert done.returncode == 0, done.stderr[-3000:]
+    broken = json.loads(done.stdout.splitlines()[-1])
+    assert not broken, "modules that fail to import:\n" + "\n".join(broken)

@@ -98,10 +98,10 @@ test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpret
 	$(PYTHON) tests/gpu_suite.py
 
 gpu-check:  ## the GPU work that fits in ~8 min on one GPU: notebooks (smoke), kernel ladder, MFU; results JSON
-	$(PYTHON) -m benchmarks.gpu_check
+	$(PYTHON) -m benchmarks.tools.gpu_check
 
 bench: setup wrappers  ## run the benchmarks (ONLY="kernels sparse" for some); tables to stdout, JSON to benchmarks/results/
-	"$(VPY)" -m benchmarks.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))
+	"$(VPY)" -m benchmarks.tools.run_all $(if $(DEVICE),--device $(DEVICE)) $(if $(ONLY),--only $(ONLY))
 
 notebooks: setup  ## regenerate learner notebooks (and lab cells) from solutions/ and labs/
 	"$(VPY)" -m trainlab.workbook.notebooks

@@ -64,7 +64,8 @@ def main(argv=None):
                                                                                          sorted(kinds.items())),
                      "correct alternatives": len(corpus) - len(wrong), "as expected": f"{sum(good)}/{len(good)}"})
         records += [{"exercise": e.name, "entry": name, "kind": v.kind, "message": v.message,
-                     "expected": v.passed if name == "solution" else expected(next(x for x in e.corpus if x.name == name), v)}
+                     "expected": v.passed if name == "solution"
+                     else expected(next(x for x in e.corpus if x.name == name), v)}
                     for name, v in verdicts[e.name].items()]
     print(table(rows, ["exercise", "wrong fixes", "by kind", "correct alternatives", "as expected"]))
     payload = {"benchmark": "corpus", "machine": machine(resolve_device(args.device)), "rows": rows,

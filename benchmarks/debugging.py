@@ -77,13 +77,16 @@ def main(argv=None):
         plain.append(step_times(reference, 60))
         probed.append(step_times(reference, 60, probe=True))
     overhead = statistics.median(probed) / statistics.median(plain)
-    with_overhead = [*rows, {"lab": "doctor overhead (reference loop)", "broken ms/step": round(1e3 * statistics.median(plain), 2),
-                             "fixed ms/step": round(1e3 * statistics.median(probed), 2), "speed-up": f"{overhead:.2f}x"}]
+    with_overhead = [*rows, {"lab": "doctor overhead (reference loop)",
+                             "broken ms/step": round(1e3 * statistics.median(plain), 2),
+                             "fixed ms/step": round(1e3 * statistics.median(probed), 2),
+                             "speed-up": f"{overhead:.2f}x"}]
     print(table(with_overhead, ["lab", "broken ms/step", "fixed ms/step", "speed-up"]))
     print("(for the overhead row: plain ms/step, under the probe ms/step, ratio)")
     payload = {"benchmark": "debugging", "machine": machine(device), "steps": args.steps, "rounds": args.rounds,
                "slow_labs": rows, "doctor_overhead_ratio": overhead,
-               "reference_ms_per_step": {"plain": 1e3 * statistics.median(plain), "probe": 1e3 * statistics.median(probed)}}
+               "reference_ms_per_step": {"plain": 1e3 * statistics.median(plain),
+                                         "probe": 1e3 * statistics.median(probed)}}
     suffix = "" if device.type == "cpu" else f"_{device.type}"
     print("wrote", write_result(f"debugging{suffix}", payload))
     return payload

@@ -1,5 +1,5 @@
 """How well a diagnosis written in words is read (trainlab/doctor/phrases.py), on phrasings the
-rules never saw: benchmarks/diagnosis_phrases_heldout.py, written blind by another author after the
+rules never saw: benchmarks/heldout/diagnosis_phrases.py, written blind by another author after the
 rules were done. Scored once, as they were written; the development set (tests/checks/phrasings.py)
 is scored beside it.
 
@@ -16,7 +16,7 @@ import argparse
 import datetime
 
 from benchmarks.common import table, write_result
-from benchmarks.diagnosis_phrases_heldout import HELDOUT
+from benchmarks.heldout.diagnosis_phrases import HELDOUT
 from tests.checks import phrasings
 from trainlab.doctor.phrases import read
 

@@ -82,7 +82,8 @@ def main(argv=None):
     rows = [{"mutation": cause, "symptom": drill.MUTATIONS[cause].symptom, "drills": r["drills"],
              "hit rate": f"{r['hits'] / r['drills']:.0%}", "top finding": f"{r['top'] / r['drills']:.0%}",
              "top, one bug": f"{r['single_top']}/{r['single']}",
-             "ranked below": "; ".join(f"{k} ({v})" for k, v in sorted(r["topped_by"].items(), key=lambda kv: -kv[1])[:2])
+             "ranked below": "; ".join(f"{k} ({v})"
+                                       for k, v in sorted(r["topped_by"].items(), key=lambda kv: -kv[1])[:2])
              or "-",
              "missed as": "; ".join(f"{k} ({v})" for k, v in sorted(r["missed_as"].items(), key=lambda kv: -kv[1])[:2])
              or "-"} for cause, r in sorted(per_cause.items())]

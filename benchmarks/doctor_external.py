@@ -1,5 +1,6 @@
-"""The doctor on training scripts written elsewhere: benchmarks/external_scripts/ (7 healthy scripts
-in different styles and their bug variants, written by a helper that never read the doctor's code).
+"""The doctor on training scripts written elsewhere: benchmarks/fixtures/external_scripts/ (7 healthy
+scripts in different styles and their bug variants, written by a helper that never read the doctor's code;
+each variant stored as a patch of its base, written out in full by benchmarks/patches.py).
 
     python -m benchmarks.doctor_external [--steps 200] [--only argparse_cli]
 
@@ -20,6 +21,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
+from benchmarks import patches
 from benchmarks.common import machine, table, write_result
 from trainlab.processes import runner
 from trainlab.device import resolve_device
@@ -27,7 +29,7 @@ from trainlab.device import resolve_device
 SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
 SECTION = 4
 
-CORPUS = Path(__file__).resolve().parent / "external_scripts"
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "external_scripts"  # MANIFEST.toml, bases, <base>.variants/
 # The scorer's key: the manifest's bug name -> the doctor's cause ids that name it.
 EXPECTED = {
     "missing_zero_grad": {"missing-zero-grad"},
@@ -90,10 +92,11 @@ def main(argv=None):
                if not args.only or m["base"] == args.only]
     unscored = sorted({e["bug"] for e in entries if e["bug"]} - EXPECTED.keys())
     if unscored:  # a bug the key does not know would count as a miss whatever the doctor says
-        raise SystemExit(f"MANIFEST.toml names bugs the scorer has no key for: {', '.join(unscored)}; add them to EXPECTED")
-    start, rows = time.perf_counter(), []
+        raise SystemExit(f"MANIFEST.toml names bugs the scorer has no key for: {', '.join(unscored)}; "
+                         "add them to EXPECTED")
+    start, rows, folder = time.perf_counter(), [], patches.materialise(CORPUS)  # every file MANIFEST.toml names
     for entry in entries:
-        rows.append(score(entry, diagnose(CORPUS / entry["file"], args.steps, args.time_limit)))
+        rows.append(score(entry, diagnose(folder / entry["file"], args.steps, args.time_limit)))
         r = rows[-1]
         print(f"{r['file']:45s} planted {r['bug'] or '-':30s} found {', '.join(r['found']) or '-'} "
               f"(worst {r['worst']})", file=sys.stderr, flush=True)
@@ -101,7 +104,8 @@ def main(argv=None):
     healthy = [r for r in rows if not r["bug"]]
     buggy = [r for r in rows if r["bug"]]
     alarms = [r for r in healthy if r["worst"] in ("critical", "warning", "error")]
-    print(table([{"script": r["file"], "planted": r["bug"] or "(healthy)", "doctor's root causes": ", ".join(r["found"]) or "-",
+    print(table([{"script": r["file"], "planted": r["bug"] or "(healthy)",
+                  "doctor's root causes": ", ".join(r["found"]) or "-",
                   "verdict": ("alarm: " + r["worst"] if r in alarms else "quiet") if not r["bug"] else
                   ("top" if r["top_hit"] else "found" if r["hit"] else "MISSED")} for r in rows],
                 ["script", "planted", "doctor's root causes", "verdict"]))

@@ -1,4 +1,4 @@
-"""The doctor on real public training scripts, vendored unmodified in benchmarks/real_scripts/
+"""The doctor on real public training scripts, vendored unmodified in benchmarks/fixtures/real_scripts/
 (PyTorch's own examples: a language model, a regression, a GAN, LBFGS, ImageNet), healthy and with
 every drill mutation that applies to each file.
 
@@ -31,14 +31,15 @@ from trainlab.drill.mutations import MUTATIONS
 SUITE = "doctor"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
 SECTION = 5
 
-CORPUS = Path(__file__).resolve().parent / "real_scripts"
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "real_scripts"
 SEVERITIES = ("critical", "warning", "info")
 # A mutation's edit can make another cause the precise name of what it did: deleting one model's
 # optimizer.step() in a script with two optimizers leaves that optimizer unused, and the edit prunes it
 # (drill.edit.Script.prune_unused), so that model's parameters are in no optimizer at all.
 ALSO = {"missing-optimizer-step": {"params-not-in-optimizer"}}
 # Mutations that apply to the text but change nothing at the entry's arguments: not scored.
-NO_OP = {("imagenet_resnet18", "data-loader-starves"): "the edit sets num_workers=0, which the run's own -j 0 already does"}
+NO_OP = {("imagenet_resnet18", "data-loader-starves"):
+         "the edit sets num_workers=0, which the run's own -j 0 already does"}
 
 
 def manifest():
@@ -111,7 +112,8 @@ def score(entry, cause, report):
     return row | {"found": found, "worst": worst, "passed": passed, "task": task.get("kind"), "raises": raises,
                   "steps": report["steps"], "backwards": report["measurements"].get("backwards"),
                   "wall_s": round(report["wall_s"], 1), "symptoms": report["symptoms"],
-                  "above_info": [f"{f['severity']}: {f['cause']}" for f in report["findings"] if f["severity"] != "info"]}
+                  "above_info": [f"{f['severity']}: {f['cause']}" for f in report["findings"]
+                                 if f["severity"] != "info"]}
 
 
 def main(argv=None):
@@ -142,7 +144,8 @@ def main(argv=None):
                 ["script", "planted", "task", "doctor's root causes", "verdict"]))
     print(f"\n{len(healthy)} healthy runs: {sum(r['passed'] for r in healthy)} with nothing above info; "
           f"{len(planted)} planted bugs: the planted cause the top root cause in {sum(r['passed'] for r in planted)}; "
-          f"{len(raising)} planted edits make the script raise (the crash named in {sum(r['passed'] for r in raising)}); "
+          f"{len(raising)} planted edits make the script raise "
+          f"(the crash named in {sum(r['passed'] for r in raising)}); "
           f"wall time {wall / 60:.1f} min")
     payload = {"benchmark": "doctor_real", "machine": machine(resolve_device("cpu")), "sources": sources,
                "wall_s": round(wall, 1), "healthy": len(healthy), "healthy_quiet": sum(r["passed"] for r in healthy),

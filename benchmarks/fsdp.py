@@ -55,7 +55,8 @@ def main(argv=None):
             model = planner.comm_formula(psi, n, passes)
             comm.append({"world_size": n, "run": name, "send_bytes": r0["comm"]["send_bytes"], "model": model,
                          "ratio": r0["comm"]["send_bytes"] / model if model else None})
-            rows.append({"ranks": n, "run": name, "param diff vs 1 process": f"{runs.max_param_diff(by_name[name], single):.1e}",
+            rows.append({"ranks": n, "run": name,
+                         "param diff vs 1 process": f"{runs.max_param_diff(by_name[name], single):.1e}",
                          "state / formula": f"{state / formula:.4f}",
                          "sent / model": f"{r0['comm']['send_bytes'] / model:.3f}" if model else "-",
                          "live peak MiB": f"{(r0['live_peak'] or 0) / 2**20:.1f}"})
@@ -86,7 +87,8 @@ def _restart(work, device):
     args = ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "3", "--ckpt-dir", work / "restart", "--resume",
             "--kill-rank", "1", "--kill-at-step", "5", "--final", work / "restart.pt", "--device", str(device)]
     start = time.perf_counter()
-    result = runner.run_distributed(runs.lab_script(work), nproc=2, args=args, max_restarts=1, timeout=300, stream=False)
+    result = runner.run_distributed(runs.lab_script(work), nproc=2, args=args, max_restarts=1, timeout=300,
+                                    stream=False)
     if not result.ok:
         return {"ok": False, "error": result.error}
     straight = {"state": work / "w2" / "ckpt_straight.pt"}

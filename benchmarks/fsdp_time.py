@@ -4,8 +4,8 @@ initialisation, cross-rank BatchNorm and the projected scaling efficiency.
     python -m benchmarks.fsdp_time [--device cuda] [--steps 16]
 
 On CPU the ranks share the machine's cores: step times compare the implementations' work and the
-efficiency columns are projections (a flat ring model with NCCL's per-protocol figures over published links). On GPUs: as many
-ranks as GPUs (nccl), the measured efficiency beside the projection, and nn.SyncBatchNorm where
+efficiency columns are projections (a flat ring model with NCCL's per-protocol figures over published links).
+On GPUs: as many ranks as GPUs (nccl), the measured efficiency beside the projection, and nn.SyncBatchNorm where
 2 or more GPUs are present; 4-rank rows need 4 GPUs and say so otherwise.
 Writes results/fsdp_time.json (fsdp_time_cuda.json on GPU).
 """
@@ -49,7 +49,8 @@ def main(argv=None):
     n = 2 if device.type == "cpu" else gpus
     timing = {"steps": args.steps, "profiled": 4}
     folder = tempfile.mkdtemp(prefix="trainlab-bench-fsdp-time-")
-    single = experiments.run({"single": {"kind": "steptime", "mode": "single", **timing}}, 1, folder, str(device))["single"]
+    single = experiments.run({"single": {"kind": "steptime", "mode": "single", **timing}}, 1, folder,
+                             str(device))["single"]
     notes = []
     if n >= 2:
         spec = sweep_spec(timing)

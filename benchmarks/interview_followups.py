@@ -44,8 +44,8 @@ def sparse_figures():
     hierarchical = [{"nodes": n, "ranks": 8 * n,
                      "hierarchical ms": 1e3 * cost.hierarchical_time(rows, rows // 1000, n, 8, links["nvlink"],
                                                                      links["infiniband"], row=workload.EMBED_DIM),
-                     "flat all-gather ms": 1e3 * cost.link_time("allgather", rows, rows // 1000, 8 * n, links["infiniband"],
-                                                                row=workload.EMBED_DIM),
+                     "flat all-gather ms": 1e3 * cost.link_time("allgather", rows, rows // 1000, 8 * n,
+                                                                links["infiniband"], row=workload.EMBED_DIM),
                      "dense ring ms": 1e3 * cost.link_time("dense", rows, rows // 1000, 8 * n, links["infiniband"],
                                                            row=workload.EMBED_DIM)} for n in (2, 4, 8, 16, 32, 64)]
     return {"rows_touched": k, "index_bytes": idx, "value_bytes": encoding.value_bytes(k, workload.EMBED_DIM),
@@ -69,12 +69,16 @@ def main(argv=None):
     kernels = {"per_call_us": 1e6 * overheads.per_call_s(device), "order_difference": overheads.order_difference()}
     a, m = debugging["anomaly"], debugging["modes"]
     print(f"01: anomaly mode {a['slowdown']:.2f}x a step, named {a['named']}; regrouping changed "
-          f"{m['train']['changed_by_regrouping']:.0%} of predictions in train mode, {m['eval']['changed_by_regrouping']:.0%} in eval")
+          f"{m['train']['changed_by_regrouping']:.0%} of predictions in train mode, "
+          f"{m['eval']['changed_by_regrouping']:.0%} in eval")
     print("01: std after 10 ReLU layers: " + ", ".join(f"{k} {v:.3g}" for k, v in debugging["init_scales"].items()))
     print(table([{k: (f"{v:.1f}" if isinstance(v, float) else v) for k, v in row.items()} for row in zero]))
-    print(f"03: {sparse['rows_touched']} rows touched; index bytes {sparse['index_bytes']}; value bytes {sparse['value_bytes']}")
-    print(table([{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items()} for r in sparse["hierarchical"]]))
-    print(f"04: {kernels['per_call_us']:.2f} us per call; a shuffled float32 sum of {kernels['order_difference']['n']:,} "
+    print(f"03: {sparse['rows_touched']} rows touched; index bytes {sparse['index_bytes']}; "
+          f"value bytes {sparse['value_bytes']}")
+    print(table([{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items()}
+                 for r in sparse["hierarchical"]]))
+    print(f"04: {kernels['per_call_us']:.2f} us per call; a shuffled float32 sum of "
+          f"{kernels['order_difference']['n']:,} "
           f"values differed by {kernels['order_difference']['abs']:.1e}")
     payload = {"machine": machine(device), "debugging": debugging, "sparse": sparse, "zero": zero, "kernels": kernels}
     print("wrote", write_result("interview_followups", payload))

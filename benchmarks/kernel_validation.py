@@ -32,10 +32,11 @@ def main(argv=None):
     tuned = autotune.run(device if device.type == "cuda" else "cpu") if triton_env.AVAILABLE else None
     if tuned:
         print(table(tuned["rows"], list(tuned["rows"][0])))
-        print(f"hand-picked {tuned['hand_picked']}, autotuner's choice {tuned['best'] or '- (not timed without a GPU)'}")
+        print(f"hand-picked {tuned['hand_picked']}, "
+              f"autotuner's choice {tuned['best'] or '- (not timed without a GPU)'}")
     payload = {"benchmark": "kernel_validation", "machine": machine(device), "memory": mem, "control_drift": control,
-               "parity": [{k: v for k, v in r.items() if not k.endswith("_losses")} | {"fused_losses": r["fused_losses"]}
-                          for r in runs], "autotune": tuned}
+               "parity": [{k: v for k, v in r.items() if not k.endswith("_losses")}
+                          | {"fused_losses": r["fused_losses"]} for r in runs], "autotune": tuned}
     print("wrote", write_result("kernel_validation", payload))
     return payload
 

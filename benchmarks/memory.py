@@ -71,10 +71,12 @@ def main(argv=None):
     print(table([{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items()} for r in zero_table],
                 list(zero_table[0])))
     saves = zero.checkpoint_rows(zero_runs)
-    print(table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()} for r in saves], list(saves[0])))
+    print(table([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in r.items()} for r in saves],
+                list(saves[0])))
     print(f"losses equal with checkpointing inside the sharded blocks: "
           f"{zero_runs['zero3']['losses'] == zero_runs['zero3_checkpointed']['losses']}; "
-          f"2-rank checkpoint loaded into 1 process in {reshard['seconds'] * 1e3:.0f} ms, max diff {reshard['max_diff']:g}")
+          f"2-rank checkpoint loaded into 1 process in {reshard['seconds'] * 1e3:.0f} ms, "
+          f"max diff {reshard['max_diff']:g}")
     payload = {"benchmark": "memory", "machine": machine(device), "probe": hardware.probe(device),
                "checkpointing": ckpt, "block_bytes": sizes, "bytes_per_sbh": per_token, "underflow": under,
                "lost_updates": lost, "matmul": mm, "copy_bandwidth": copy_bw, "roofline": ops,

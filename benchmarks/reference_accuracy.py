@@ -31,7 +31,8 @@ def main(argv=None):
     perm = torch.randperm(len(images.train_y), generator=torch.Generator().manual_seed(0))
     shuffled = dataclasses.replace(images, train_y=images.train_y[perm])
     rows = []
-    for label, model, data in [("cnn", "cnn", images), ("mlp", "mlp", images), ("cnn, shuffled labels", "cnn", shuffled)]:
+    for label, model, data in [("cnn", "cnn", images), ("mlp", "mlp", images),
+                               ("cnn, shuffled labels", "cnn", shuffled)]:
         cfg = TrainConfig(device=str(device), epochs=args.epochs, model=ModelConfig(name=model))
         record = train(cfg, images=data, progress=False)
         rows.append({"run": label, "precision": record.precision, "steps": record.steps,

@@ -6,8 +6,10 @@
 The declarations are read from the source with ast, so listing the benchmarks imports none of them
 (each imports torch, and some build kernels). Module suites run in trainlab.workbook.modules' order, so a
 new module's benchmark takes its place with no edit here; a cross-cutting suite runs right after
-the module CROSS_CUTTING names. A file in benchmarks/ with a main() that is no benchmark is a tool,
-listed in TOOLS with the reason `make bench` leaves it out (tests/core/test_benchmarks_registry.py).
+the module CROSS_CUTTING names. The benchmarks are the files of benchmarks/ itself; a runnable file (one
+with a main()) of tools/ or heldout/ is listed in TOOLS, by its module under benchmarks/, with the reason
+`make bench` leaves it out (tests/core/test_benchmarks_registry.py). fixtures/ holds the scripts the
+benchmarks run (benchmarks/README.md).
 """
 
 import ast
@@ -20,16 +22,19 @@ FOLDER = Path(__file__).resolve().parent
 # Suites no one module owns, in order, each with the module whose sections it follows (None: after every module)
 CROSS_CUTTING = {"doctor": "debugging", "checks": "debugging", "interview": None, "distributed": None}
 
+TOOL_FOLDERS = ("tools", "heldout")  # the folders of benchmarks/ whose runnable files make bench leaves out
 TOOLS = {
-    "run_all": "`make bench` itself: runs the benchmarks",
-    "readme": "rewrites the README's measured table from the results; run_all calls it last",
-    "notebook_times": "times the notebooks themselves (its own command): docs/instructor.md's table and the HTML",
-    "gpu_check": "`make gpu-check`: the GPU work that fits in minutes, on a GPU machine",
-    "hub_load": "needs `make hub-setup` and about 15 minutes of simulated learners on a room's hub",
-    "doctor_oracle": "a refactor's oracle, compared against a stored baseline: no figure of its own",
-    "recipe_files": "counts the files docs/extending.md's recipes touch, from tests/core/test_recipes.py",
-    "corpus_heldout_33": "issue 33's held-out batch, run once and scored apart: rerunning it would tune to it",
-    "doctor_heldout_34": "issue 34's held-out batch, run once and scored apart: rerunning it would tune to it",
+    "tools.run_all": "`make bench` itself: runs the benchmarks",
+    "tools.readme": "rewrites the README's measured table from the results; run_all calls it last",
+    "tools.notebook_times": "times the notebooks themselves (its own command): docs/instructor.md's table and the HTML",
+    "tools.gpu_check": "`make gpu-check`: the GPU work that fits in minutes, on a GPU machine",
+    "tools.hub_load": "needs `make hub-setup` and about 15 minutes of simulated learners on a room's hub",
+    "tools.doctor_oracle": "a refactor's oracle, compared against a stored baseline: no figure of its own",
+    "tools.recipe_files": "counts the files docs/extending.md's recipes touch, from tests/core/test_recipes.py",
+    "heldout.wrong_fixes_third_set": "issue 33's held-out wrong fixes, run once and scored apart: rerunning it would "
+                                     "tune the checks to it",
+    "heldout.doctor_unseen_scripts": "issue 34's held-out scripts, run once and scored apart: rerunning it would tune "
+                                     "the doctor to it",
 }
 
 
@@ -49,6 +54,18 @@ def declared(folder=FOLDER):
             if not isinstance(values.get("SECTION"), int):
                 raise ValueError(f"{path.name} declares SUITE but no SECTION = <its place in the suite>")
             found[path.stem] = (values["SUITE"], values["SECTION"])
+    return found
+
+
+def runnable(folder=FOLDER):
+    """The modules (under benchmarks/: "doctor_real", "tools.run_all") of the files in folder and its
+    TOOL_FOLDERS that define a main()."""
+    found = set()
+    for prefix, where in [("", folder)] + [(f"{name}.", folder / name) for name in TOOL_FOLDERS]:
+        for path in sorted(where.glob("*.py")):
+            body = ast.parse(path.read_text()).body
+            if any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in body):
+                found.add(prefix + path.stem)
     return found
 
 

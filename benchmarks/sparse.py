@@ -33,7 +33,8 @@ def main(argv=None):
     for n in (2, 3, 4):
         sweeps[n] = runs.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=args.repeats)
         for row in runs.crossover_table(sweeps[n]):
-            rows.append({**row, "measured crossover": runs.pct(row["measured"]), "model crossover": runs.pct(row["model"]),
+            rows.append({**row, "measured crossover": runs.pct(row["measured"]),
+                         "model crossover": runs.pct(row["model"]),
                          "model / measured": f"{row['ratio']:.2f}" if row["ratio"] else "-"})
     at = {r["algorithm"]: r["seconds"] for r in sweeps[4]["rows"] if r["density"] == 1e-3}
     best = min(runs.SPARSE, key=lambda a: at[a])

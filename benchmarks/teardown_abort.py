@@ -1,5 +1,5 @@
 """How often a 2-rank gloo run aborts in interpreter teardown after distributed checkpointing
-("terminate called without an active exception"), with torch alone (benchmarks/scripts/teardown_abort.py).
+("terminate called without an active exception"), with torch alone (benchmarks/fixtures/scripts/teardown_abort.py).
 
     python -m benchmarks.teardown_abort [--runs 100] [--variants fsdp_dcp plain_dcp fsdp] [--launch fresh warm]
 
@@ -29,7 +29,7 @@ from trainlab.processes import runner
 SUITE = "distributed"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
 SECTION = 1
 
-SCRIPT = Path(__file__).resolve().parent / "scripts" / "teardown_abort.py"
+SCRIPT = Path(__file__).resolve().parent / "fixtures" / "scripts" / "teardown_abort.py"
 
 
 def launch(variant, how):

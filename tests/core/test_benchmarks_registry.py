@@ -1,21 +1,13 @@
 """`make bench` runs what the files in benchmarks/ declare (benchmarks/registry.py): each declared
-benchmark is a runnable one in a known suite, every other runnable file is a tool named with its
-reason, and SUMMARY.md's sections stay in the declared order."""
-
-import ast
+benchmark is a runnable one in a known suite, every other runnable file (benchmarks/tools/, heldout/) is
+a tool named with its reason, and SUMMARY.md's sections stay in the declared order."""
 
 import pytest
 
-from benchmarks import registry, run_all
+from benchmarks import registry
 from benchmarks.common import RESULTS
+from benchmarks.tools import run_all
 from trainlab.workbook import modules
-
-
-def runnable():
-    """The stems of the files in benchmarks/ that define a main()."""
-    return {path.stem for path in registry.FOLDER.glob("*.py")
-            if any(isinstance(node, ast.FunctionDef) and node.name == "main"
-                   for node in ast.parse(path.read_text()).body)}
 
 
 def test_make_bench_runs_what_the_files_declare():
@@ -29,11 +21,11 @@ def test_make_bench_runs_what_the_files_declare():
 
 
 def test_every_runnable_file_is_a_benchmark_or_a_tool_with_its_reason():
-    declared, tools = set(registry.declared()), set(registry.TOOLS)
+    declared, tools, runnable = set(registry.declared()), set(registry.TOOLS), registry.runnable()
     assert not declared & tools, f"both a benchmark and a tool: {sorted(declared & tools)}"
-    assert runnable() == declared | tools, (
-        f"declare SUITE and SECTION in {sorted(runnable() - declared - tools)}, or list them in registry.TOOLS with "
-        f"why make bench leaves them out; gone: {sorted((declared | tools) - runnable())}")
+    assert runnable == declared | tools, (
+        f"declare SUITE and SECTION in {sorted(runnable - declared - tools)}, or list them in registry.TOOLS with "
+        f"why make bench leaves them out; gone: {sorted((declared | tools) - runnable)}")
     assert all(reason.strip() for reason in registry.TOOLS.values())
 
 

@@ -36,7 +36,8 @@ def newer_names_used(text, where):
 
 
 def sources():
-    for path in sorted([*REPO.glob("trainlab/**/*.py"), *REPO.glob("labs/**/*.py"), *REPO.glob("benchmarks/*.py")]):
+    ours = ("trainlab/**/*.py", "labs/**/*.py", "benchmarks/*.py", "benchmarks/tools/*.py", "benchmarks/heldout/*.py")
+    for path in sorted(path for pattern in ours for path in REPO.glob(pattern)):
         if path.name != "compat.py":
             yield path.relative_to(REPO), path.read_text()
     for path in sorted(REPO.glob("solutions/*.ipynb")):

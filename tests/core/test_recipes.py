@@ -16,7 +16,8 @@ from trainlab.checks import exercises
 # The files a new module touches, in the order one writes them: (path, what it must hold - a regular expression in
 # which a space matches any whitespace - or None for the file itself, why). {number}, {package}, {notebook} and
 # {title} are the Module's. Every list the tests, benchmarks and progress reports keep of the modules derives from
-# trainlab/workbook/modules.py; the rest of this recipe is what each module writes of its own, and where the docs name it.
+# trainlab/workbook/modules.py; the rest of this recipe is what each module writes of its own, and where the docs
+# name it.
 RECIPE_NEW_MODULE = (
     ("trainlab/workbook/modules.py", r'Module\("{number}", "{package}", "{notebook}", "{title}"',
      "declares the module once: every list of the modules derives from MODULES"),
@@ -33,7 +34,8 @@ RECIPE_NEW_MODULE = (
 )
 # Optional: a benchmark of its own (benchmarks/<name>.py declaring SUITE = "{package}" and SECTION: make bench runs
 # it in the module's place, benchmarks/registry.py), and a row in the README's measured table (SECTIONS in
-# benchmarks/readme.py, written by hand). Its browser test and interview test need no edit (tests/modules_lists.py).
+# benchmarks/tools/readme.py, written by hand). Its browser test and interview test need no edit
+# (tests/modules_lists.py).
 
 GENERATED = {"notebooks/{notebook}.ipynb"}  # written by `make notebooks`, not by hand
 

@@ -1,4 +1,4 @@
-"""The doctor on real public training scripts, vendored unmodified (benchmarks/real_scripts/: PyTorch's
+"""The doctor on real public training scripts, vendored unmodified (benchmarks/fixtures/real_scripts/: PyTorch's
 own examples, and a Lightning and a Hugging Face Trainer script of ours), run as a user runs them.
 Healthy: no finding above info, and the task recognised; each drill mutation that applies to the file:
 the planted cause is the top root cause. `make test` runs two scripts (a regression fitted by hand and
@@ -19,8 +19,9 @@ SLOW = {"dcgan", "time_sequence_prediction", "imagenet_resnet18"}
 # Planted bugs the doctor does not name today, each with what happens instead (benchmarks/results/doctor_real.json).
 KNOWN_MISSES = {
     ("time_sequence_prediction", "softmax-before-cross-entropy"): "the edit puts a softmax before an MSE loss: no "
-                                                                  "cross-entropy is handed probabilities, and one LBFGS "
-                                                                  "step a minute leaves too few losses for a verdict",
+                                                                  "cross-entropy is handed probabilities, and one "
+                                                                  "LBFGS step a minute leaves too few losses for a "
+                                                                  "verdict",
     ("time_sequence_prediction", "missing-zero-grad"): "LBFGS takes about a minute a step here: the 2 steps the "
                                                        "doctor sees are fewer than the 3 updates its rule needs",
     ("time_sequence_prediction", "graph-kept-alive"): "the same: 2 steps, fewer than graphs piling up need",

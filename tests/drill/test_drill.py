@@ -101,13 +101,15 @@ def test_a_drill_reads_like_its_healthy_script():
         new_names = _names(text) - _names(healthy)
         assert not [n for n in new_names if TELLING.search(n)], f"{where}: telling names {new_names}"
         for number, line in enumerate(text.splitlines(), 1):
-            assert len(line) <= width, f"{where}:{number}: {len(line)} characters, the healthy scripts' widest is {width}"
+            assert len(line) <= width, \
+                f"{where}:{number}: {len(line)} characters, the healthy scripts' widest is {width}"
             assert line == line.rstrip(), f"{where}:{number}: trailing space"
             assert (len(line) - len(line.lstrip(" "))) % 4 == 0, f"{where}:{number}: indentation"
         assert "\n\n\n\n" not in text, f"{where}: three blank lines"
         for node in ast.parse(text).body:  # two blank lines before every top-level def, as in the healthy text
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                above = text.splitlines()[node.lineno - 1 - len(node.decorator_list) - 2:node.lineno - 1 - len(node.decorator_list)]
+                top = node.lineno - 1 - len(node.decorator_list)  # the def's first line (its decorators'), from 0
+                above = text.splitlines()[top - 2:top]
                 assert above == ["", ""], f"{where}: `{node.name}` is not preceded by two blank lines"
 
 
@@ -177,7 +179,8 @@ def measured(request):
     for script in drill.SCRIPTS:
         for short in (False, True):  # the schedule bug runs on short epochs
             causes = [c for s, c in sorted(wanted) if s == script and (c == "lr-schedule-too-fast") == short]
-            healthy_here = mode == "full" or (mode == "sample") == (script in CHEAP)  # the healthy runs this mode checks
+            # the healthy runs this mode checks
+            healthy_here = mode == "full" or (mode == "sample") == (script in CHEAP)
             if not causes and (short or not healthy_here):
                 continue
             steps = drill.SHORT_STEPS if short else 200
@@ -208,7 +211,8 @@ def _chance_bar(mine, ref, cause):
     return 0.1 + drill.MIN_GAP_CLOSED.get(cause, 0.5) * (ref["accuracy"] - 0.1)
 
 
-@pytest.mark.parametrize("script", [pytest.param(s, marks=() if s in CHEAP else pytest.mark.full) for s in drill.SCRIPTS])
+@pytest.mark.parametrize("script", [pytest.param(s, marks=() if s in CHEAP else pytest.mark.full)
+                                    for s in drill.SCRIPTS])
 def test_a_healthy_script_learns_and_no_mechanism_rejects_it(measured, script):
     mine, _ = measured[script, "healthy"]
     assert mine["status"] == "ok" and mine["finite"], mine.get("error")
@@ -256,7 +260,8 @@ def test_check_rejects_the_broken_script_and_wrong_fixes_and_passes_the_fix(seed
     verdicts = exercise.verdicts(sources)
     assert verdicts["fix"].passed, verdicts["fix"]
     for entry in wrong:
-        assert verdicts[entry.name].kind == "incorrect", f"{made.name} ({made.lab.causes}): {entry.name} got {verdicts[entry.name]}"
+        assert verdicts[entry.name].kind == "incorrect", \
+            f"{made.name} ({made.lab.causes}): {entry.name} got {verdicts[entry.name]}"
 
 
 def test_the_diagnosis_of_a_drill_is_graded_like_a_labs(monkeypatch):

@@ -153,13 +153,13 @@ def test_limits_leave_room_for_the_kernel_and_notebook_02s_four_ranks():
 
 def test_the_instructor_guide_sizes_a_room_from_the_recorded_load_figures():
     """The guide's sizing section is exactly what the benchmark renders from its saved record - no figure typed by hand."""
-    from benchmarks import hub_load
+    from benchmarks.tools import hub_load
 
     result = json.loads((REPO / "benchmarks" / "results" / "hub_load.json").read_text())
     doc = (REPO / "docs" / "instructor.md").read_text()
     assert result["rooms"] and all(r["checks_done"] for r in result["rooms"])
     assert f"{hub_load.BEGIN}\n\n{hub_load.sizing_section(result)}\n\n{hub_load.END}" in doc, \
-        "docs/instructor.md's sizing section is stale: run python -m benchmarks.hub_load --render-doc"
+        "docs/instructor.md's sizing section is stale: run python -m benchmarks.tools.hub_load --render-doc"
 
 
 def test_a_graded_diagnosis_is_recorded_for_the_room(tmp_path, monkeypatch):

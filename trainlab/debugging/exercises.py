@@ -73,7 +73,7 @@ def MASTERS(sync):  # noqa: N802 - reads as the pairs it returns
              "                p.copy_(m)\n"))
 
 
-# Found by issue 33's held-out batch (benchmarks/corpus_heldout_33.py) and kept: the script's own code run
+# Found by issue 33's held-out batch (benchmarks/heldout/wrong_fixes_third_set.py) and kept: the script's own code run
 # inside optimizer.step (a hook, a closure) or in a thread, fp32 masters re-made in a step hook.
 SLOW2_HEAD = ("        pred = logits.argmax(1)\n"
               "        probs = logits.detach().softmax(1)\n"

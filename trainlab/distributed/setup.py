@@ -84,7 +84,7 @@ def shutdown(exit_process=False):
     after distributed checkpointing, about 1 run in 20 here aborted in that teardown
     ("terminate called without an active exception", a C++ thread still owned by an object
     destroyed late), after all work was done. It reproduces with torch alone - FSDP2, one DCP
-    save, destroy_process_group, a normal exit (benchmarks/scripts/teardown_abort.py: 2 aborts
+    save, destroy_process_group, a normal exit (benchmarks/fixtures/scripts/teardown_abort.py: 2 aborts
     in 300 launches on torch 2.14.1, gloo; at the abort no Python frame is left: a C++ object
     destroyed after finalisation) - so it is upstream. A core dump of one abort (2026-12-04,
     benchmarks/results/teardown_abort.json) shows where: a gloo worker thread

@@ -6,7 +6,7 @@ kernel waits while they run. A check runs one child at a time, smaller than the 
 
 Measured on the 2-core machine (2026-12-05, torch 2.14.1): a Python process with torch and trainlab
 imported peaks at 511 MB resident; the Jupyter server (jupyterhub-singleuser) at about 120 MB.
-benchmarks/hub_load.py measures a learner's server, kernel and check together (memory per learner in
+benchmarks/tools/hub_load.py measures a learner's server, kernel and check together (memory per learner in
 benchmarks/results/hub_load.json); docs/instructor.md sizes a room from both.
 """
 

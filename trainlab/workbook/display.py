@@ -100,7 +100,7 @@ def file_link(path, text=None):
 
 def progress(iterable=None, desc="", total=None, unit="it", **options):
     """A progress bar (tqdm: a widget in JupyterLab) that says what is being measured: every notebook
-    cell that takes more than a few seconds shows one (benchmarks/notebook_times lists them)."""
+    cell that takes more than a few seconds shows one (benchmarks/tools/notebook_times lists them)."""
     from tqdm.auto import tqdm
 
     # outside a notebook (tests, the command line) nothing is drawn: a bar there is only noise on stderr

@@ -30,7 +30,7 @@ from pathlib import Path
 from benchmarks.common import RESULTS, table, write_result
 from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, wait_for_server
 from trainlab import checks
-from trainlab.processes import oom, runner
+from trainlab.processes import oom, runner, tree
 from trainlab.checks import measure
 from trainlab.checks.__main__ import warm
 from trainlab.hub import limits
@@ -56,7 +56,7 @@ class TreeUsage:
 
     def sample(self):
         total_mb = 0.0
-        for pid in [self.pid, *runner.descendants(self.pid)]:
+        for pid in [self.pid, *tree.descendants(self.pid)]:
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
@@ -134,7 +134,7 @@ class Learner(threading.Thread):
             time.sleep(3)
 
     def server_pids(self):
-        pids = [pid for pid in runner.descendants(self.hub.proc.pid)
+        pids = [pid for pid in tree.descendants(self.hub.proc.pid)
                 if f"JUPYTERHUB_USER={self.name}\0".encode() in _environ(pid)]
         return [pid for pid in pids if b"jupyterhub.singleuser" in _cmdline(pid)] or [0]
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from trainlab.processes import runner
+from trainlab.processes.torchrun_output import failed_rank
 
 
 def alive(pid):
@@ -211,6 +212,6 @@ def test_the_rank_that_failed_first_is_named_not_one_that_lost_its_peer():
           exitcode  : 1 (pid: 10)
         ============================================================""")
     assert runner.failed_ranks(output) == [(0, 1), (1, 1)]
-    assert runner.failed_rank(output) == 1
+    assert failed_rank(output) == 1
     alone = output.replace("rank one cannot read its shard", "Connection reset by peer")
-    assert runner.failed_rank(alone) == 0  # nobody has an error of its own: torchrun's root cause
+    assert failed_rank(alone) == 0  # nobody has an error of its own: torchrun's root cause

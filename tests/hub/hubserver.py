@@ -18,7 +18,7 @@ from pathlib import Path
 
 import requests
 
-from trainlab.processes import runner
+from trainlab.processes import runner, tree
 from trainlab.paths import REPO
 
 
@@ -79,13 +79,13 @@ class RoomHub:
     def remember(self):
         """Note every process the hub started so far (servers and the proxy outlive a restart)."""
         if self.proc is not None:
-            self.pids |= set(runner.descendants(self.proc.pid))
+            self.pids |= set(tree.descendants(self.proc.pid))
 
     def log_tail(self, chars=4000):
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def jupyterhub_pid(self):
-        for pid in runner.descendants(self.proc.pid):
+        for pid in tree.descendants(self.proc.pid):
             try:
                 if b"jupyterhub\x00-f" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     return pid
@@ -127,7 +127,7 @@ class RoomHub:
             except (RuntimeError, OSError, subprocess.TimeoutExpired):
                 pass
         for pid in self.pids:  # the proxy, learners' servers and kernels: kept by a hub stop, by design
-            for victim in [pid, *runner.descendants(pid)]:
+            for victim in [pid, *tree.descendants(pid)]:
                 try:
                     os.kill(victim, signal.SIGKILL)
                 except OSError:
@@ -141,7 +141,7 @@ def server_process(hub, learner, timeout=60):
     (JUPYTERHUB_API_TOKEN included)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in runner.descendants(hub.proc.pid):
+        for pid in tree.descendants(hub.proc.pid):
             try:
                 raw = Path(f"/proc/{pid}/environ").read_bytes()
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()

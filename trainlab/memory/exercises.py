@@ -80,7 +80,8 @@ def checkpointed(condition, reentrant=False):
                                           "else block(x)\n"))
 
 
-# Found by issue 33's held-out batch (benchmarks/heldout/wrong_fixes_third_set.py): fp32 masters moved through step hooks.
+# Found by issue 33's held-out batch (benchmarks/heldout/wrong_fixes_third_set.py): fp32 masters moved through step
+# hooks.
 PREC1_OPT = "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.05)"
 PREC1_NEW_OPT = "optimizer = torch.optim.AdamW(master, lr=3e-4, weight_decay=0.05)"
 # bf16 twin of NAN3_HOOK_RESYNC: updates and weight decay below half a bf16 step are lost every step. WRONG.

@@ -9,7 +9,8 @@ importable functions). The child's output streams into the notebook as it comes;
 time limit, or on interrupt, the whole process tree is killed (torchrun puts each worker
 in its own session, so killing one process group is not enough); a failed rank is named
 with its error line. Launching is here; killing a tree is `tree.py`, reading torchrun's output
-`torchrun_output.py`, counting usable cores `cores.py`.
+`torchrun_output.py`, counting usable cores `cores.py` (the names this module imports from them stay readable
+as `runner.<name>`, for the notebooks' `trainlab.runner`).
 """
 
 import concurrent.futures
@@ -28,10 +29,9 @@ from pathlib import Path
 
 from trainlab import paths
 from trainlab.processes import oom, warmstart
-from trainlab.processes.cores import usable_cores  # noqa: F401 - runner.usable_cores, as before the split
-from trainlab.processes.torchrun_output import (CONSEQUENCE, WAITED, failed_rank, failed_ranks,  # noqa: F401
-                                                first_cause, last_error_line, native_crash, rank_output)
-from trainlab.processes.tree import descendants, kill_tree  # noqa: F401 - runner.kill_tree, as before the split
+from trainlab.processes.cores import usable_cores
+from trainlab.processes.torchrun_output import failed_ranks, first_cause, last_error_line, native_crash, rank_output
+from trainlab.processes.tree import kill_tree
 
 _child_output = None  # where streamed child output goes; None: sys.stdout at the time
 

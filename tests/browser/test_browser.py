@@ -191,7 +191,7 @@ def test_make_lab_serves_127_0_0_1_only_and_refuses_requests_without_the_token(t
         other = outward_address()
         if other:  # the machine's own address on the network: nothing answers there
             assert server.status(token=server.token, host=other) is None, f"the server answers on {other}"
-    assert "-m trainlab.workspace --open" in (REPO / "Makefile").read_text()  # make lab starts this same command
+    assert "-m trainlab.workbook.workspace --open" in (REPO / "Makefile").read_text()  # make lab starts this same command
 
 
 def test_make_lab_lands_on_the_first_notebook_and_shows_only_the_learners_files(tmp_path, browser):

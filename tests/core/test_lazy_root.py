@@ -44,3 +44,11 @@ def test_an_unknown_name_says_so():
     from trainlab import data  # a sub-package is still importable by name from the root
 
     assert data.__name__ == "trainlab.data"
+
+
+@pytest.mark.parametrize("command", ["trainlab.progress", "trainlab.workspace"])
+def test_the_commands_the_docs_give_run_by_their_short_names(command):
+    """`python -m trainlab.progress` (the instructor's guide) and `python -m trainlab.workspace --refresh` (what a
+    locked cell tells the learner) run the moved modules (trainlab/workbook/) as before."""
+    done = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]

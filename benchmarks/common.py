@@ -15,8 +15,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine(device):
-    info = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "python": platform.python_version(), "device": str(device)}
+    info = {
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device),
+    }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     else:

@@ -34,24 +34,51 @@ def main(argv=None):
     work = Path(tempfile.mkdtemp(prefix="trainlab-bench-compression-"))
     links = {name: make() for name, make in scaling.LINKS.items()}
     sweeps = {n: runs.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=2) for n in (2, 4)}
-    measured = {n: next(r["measured"] for r in runs.crossover_table(s) if r["algorithm"] == "allgather")
-                for n, s in sweeps.items()}
+    measured = {
+        n: next(r["measured"] for r in runs.crossover_table(s) if r["algorithm"] == "allgather")
+        for n, s in sweeps.items()
+    }
     by_ranks = runs.crossover_vs_ranks(args.size, links)
-    print(table([{k: (runs.pct(runs.never_below(v)) if isinstance(v, float) else "-" if v is None else v)
-                  for k, v in r.items()} for r in by_ranks], list(by_ranks[0])))
+    print(
+        table(
+            [
+                {
+                    k: (runs.pct(runs.never_below(v)) if isinstance(v, float) else "-" if v is None else v)
+                    for k, v in r.items()
+                }
+                for r in by_ranks
+            ],
+            list(by_ranks[0]),
+        )
+    )
     print("all-gather crossover measured here: " + ", ".join(f"{n} ranks {runs.pct(x)}" for n, x in measured.items()))
 
     hooks = runs.run_hooks(2, work, steps=args.steps)
     plain = hooks["allreduce"]
-    hook_rows = [{"hook": arm, "compressed": f"{r['compressed_share']:.0%}", "bytes/step": int(r["send_bytes"]),
-                  "vs plain": f"{r['send_bytes'] / plain['send_bytes']:.3f}",
-                  "expected": r["expected_bytes"] or "-", "step ms": f"{r['step_ms']:.1f}",
-                  "loss (last 10)": f"{statistics.mean(r['losses'][-10:]):.3f}"} for arm, r in hooks.items()]
+    hook_rows = [
+        {
+            "hook": arm,
+            "compressed": f"{r['compressed_share']:.0%}",
+            "bytes/step": int(r["send_bytes"]),
+            "vs plain": f"{r['send_bytes'] / plain['send_bytes']:.3f}",
+            "expected": r["expected_bytes"] or "-",
+            "step ms": f"{r['step_ms']:.1f}",
+            "loss (last 10)": f"{statistics.mean(r['losses'][-10:]):.3f}",
+        }
+        for arm, r in hooks.items()
+    ]
     print(table(hook_rows, list(hook_rows[0])))
-    payload = {"benchmark": "compression", "machine": machine(resolve_device("cpu")), "size": args.size,
-               "crossover_vs_ranks": by_ranks, "measured_allgather_crossover": measured,
-               "links": {name: link.source for name, link in links.items()}, "hooks": hook_rows,
-               "hook_runs": hooks, "steps": args.steps}
+    payload = {
+        "benchmark": "compression",
+        "machine": machine(resolve_device("cpu")),
+        "size": args.size,
+        "crossover_vs_ranks": by_ranks,
+        "measured_allgather_crossover": measured,
+        "links": {name: link.source for name, link in links.items()},
+        "hooks": hook_rows,
+        "hook_runs": hooks,
+        "steps": args.steps,
+    }
     print("wrote", write_result("compression", payload))
     return payload
 

@@ -51,8 +51,13 @@ def main(argv=None):
     chosen = (lambda x: x.name in args.entries) if args.entries else (lambda x: True)
     if args.entries:
         exercises = [e for e in exercises if any(chosen(x) for x in e.corpus)]
-    sources = {e.name: {"solution": labs.source(e.lab, fixed=True),
-                        **{x.name: x.edit.apply(e.lab) for x in e.corpus if chosen(x)}} for e in exercises}
+    sources = {
+        e.name: {
+            "solution": labs.source(e.lab, fixed=True),
+            **{x.name: x.edit.apply(e.lab) for x in e.corpus if chosen(x)},
+        }
+        for e in exercises
+    }
     verdicts = judge(exercises, sources)
     rows, records = [], []
     for e in exercises:
@@ -60,16 +65,35 @@ def main(argv=None):
         wrong = [x for x in corpus if isinstance(x, WrongFix)]
         kinds = Counter(x.kind for x in wrong)
         good = [verdicts[e.name]["solution"].passed] + [expected(x, verdicts[e.name][x.name]) for x in corpus]
-        rows.append({"exercise": e.name, "wrong fixes": len(wrong), "by kind": ", ".join(f"{k} {n}" for k, n in
-                                                                                         sorted(kinds.items())),
-                     "correct alternatives": len(corpus) - len(wrong), "as expected": f"{sum(good)}/{len(good)}"})
-        records += [{"exercise": e.name, "entry": name, "kind": v.kind, "message": v.message,
-                     "expected": v.passed if name == "solution"
-                     else expected(next(x for x in e.corpus if x.name == name), v)}
-                    for name, v in verdicts[e.name].items()]
+        rows.append(
+            {
+                "exercise": e.name,
+                "wrong fixes": len(wrong),
+                "by kind": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
+                "correct alternatives": len(corpus) - len(wrong),
+                "as expected": f"{sum(good)}/{len(good)}",
+            }
+        )
+        records += [
+            {
+                "exercise": e.name,
+                "entry": name,
+                "kind": v.kind,
+                "message": v.message,
+                "expected": v.passed
+                if name == "solution"
+                else expected(next(x for x in e.corpus if x.name == name), v),
+            }
+            for name, v in verdicts[e.name].items()
+        ]
     print(table(rows, ["exercise", "wrong fixes", "by kind", "correct alternatives", "as expected"]))
-    payload = {"benchmark": "corpus", "machine": machine(resolve_device(args.device)), "rows": rows,
-               "verdicts": records, "all_as_expected": all(r["expected"] for r in records)}
+    payload = {
+        "benchmark": "corpus",
+        "machine": machine(resolve_device(args.device)),
+        "rows": rows,
+        "verdicts": records,
+        "all_as_expected": all(r["expected"] for r in records),
+    }
     print(f"\nall {len(records)} verdicts as expected: {payload['all_as_expected']}")
     if args.out or not (args.only or args.entries):
         print("wrote", write_result(args.out or "corpus", payload))

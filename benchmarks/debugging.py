@@ -41,15 +41,17 @@ def step_times(source, steps, warmup=10, probe=False):
     handle = register_optimizer_step_post_hook(hook)
     try:
         # The script's own training log is not a result: it goes to stderr, out of SUMMARY.md.
-        with (Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else contextlib.nullcontext()), \
-                contextlib.redirect_stdout(sys.stderr):
+        with (
+            Probe(max_steps=10**9, time_limit_s=float("inf")) if probe else contextlib.nullcontext(),
+            contextlib.redirect_stdout(sys.stderr),
+        ):
             try:
                 exec(compile(source, "<bench>", "exec"), {"__name__": "__main__"})
             except StopTraining:
                 pass
     finally:
         handle.remove()
-    gaps = [b - a for a, b in zip(stamps[warmup:], stamps[warmup + 1:])]
+    gaps = [b - a for a, b in zip(stamps[warmup:], stamps[warmup + 1 :])]
     return statistics.median(gaps)
 
 
@@ -69,24 +71,41 @@ def main(argv=None):
             times["broken"].append(step_times(broken, args.steps))
             times["fixed"].append(step_times(fixed, args.steps))
         b, f = statistics.median(times["broken"]), statistics.median(times["fixed"])
-        rows.append({"lab": name, "broken ms/step": round(1e3 * b, 2), "fixed ms/step": round(1e3 * f, 2),
-                     "speed-up": f"{b / f:.1f}x", "ratio": b / f})
+        rows.append(
+            {
+                "lab": name,
+                "broken ms/step": round(1e3 * b, 2),
+                "fixed ms/step": round(1e3 * f, 2),
+                "speed-up": f"{b / f:.1f}x",
+                "ratio": b / f,
+            }
+        )
     reference = open(REFERENCE).read()
     plain, probed = [], []
     for _ in range(args.rounds):
         plain.append(step_times(reference, 60))
         probed.append(step_times(reference, 60, probe=True))
     overhead = statistics.median(probed) / statistics.median(plain)
-    with_overhead = [*rows, {"lab": "doctor overhead (reference loop)",
-                             "broken ms/step": round(1e3 * statistics.median(plain), 2),
-                             "fixed ms/step": round(1e3 * statistics.median(probed), 2),
-                             "speed-up": f"{overhead:.2f}x"}]
+    with_overhead = [
+        *rows,
+        {
+            "lab": "doctor overhead (reference loop)",
+            "broken ms/step": round(1e3 * statistics.median(plain), 2),
+            "fixed ms/step": round(1e3 * statistics.median(probed), 2),
+            "speed-up": f"{overhead:.2f}x",
+        },
+    ]
     print(table(with_overhead, ["lab", "broken ms/step", "fixed ms/step", "speed-up"]))
     print("(for the overhead row: plain ms/step, under the probe ms/step, ratio)")
-    payload = {"benchmark": "debugging", "machine": machine(device), "steps": args.steps, "rounds": args.rounds,
-               "slow_labs": rows, "doctor_overhead_ratio": overhead,
-               "reference_ms_per_step": {"plain": 1e3 * statistics.median(plain),
-                                         "probe": 1e3 * statistics.median(probed)}}
+    payload = {
+        "benchmark": "debugging",
+        "machine": machine(device),
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "slow_labs": rows,
+        "doctor_overhead_ratio": overhead,
+        "reference_ms_per_step": {"plain": 1e3 * statistics.median(plain), "probe": 1e3 * statistics.median(probed)},
+    }
     suffix = "" if device.type == "cpu" else f"_{device.type}"
     print("wrote", write_result(f"debugging{suffix}", payload))
     return payload

@@ -35,8 +35,15 @@ def score(cases):
         missed += bool(expected) and not found
         if set(got) != set(expected):
             rows.append({"text": text, "expected": ", ".join(expected) or "-", "read as": ", ".join(got) or "-"})
-    return {"sentences": len(cases), "naming a cause": naming, "hit": hits, "false match": false, "missed": missed,
-            "hit rate": hits / naming, "false-match rate": false / len(cases)}, rows
+    return {
+        "sentences": len(cases),
+        "naming a cause": naming,
+        "hit": hits,
+        "false match": false,
+        "missed": missed,
+        "hit rate": hits / naming,
+        "false-match rate": false / len(cases),
+    }, rows
 
 
 def main(argv=None):
@@ -44,13 +51,17 @@ def main(argv=None):
     development = [(t, [c]) for c, texts in phrasings.BY_CAUSE.items() for t in texts]
     development += [*phrasings.TWO_CAUSES, *phrasings.DISMISSED_THEN_NAMED, *((t, []) for t in phrasings.NOTHING)]
     results = {}
-    for name, cases in (("development (the rules were written against it)", development),
-                        ("held out (written blind, after the rules)", HELDOUT)):
+    for name, cases in (
+        ("development (the rules were written against it)", development),
+        ("held out (written blind, after the rules)", HELDOUT),
+    ):
         summary, wrong = score(cases)
         results[name] = {**summary, "wrong": wrong}
-        print(f"{name}: {summary['hit']} of {summary['naming a cause']} read exactly ({summary['hit rate']:.0%}), "
-              f"{summary['false match']} of {summary['sentences']} read with a cause they do not name "
-              f"({summary['false-match rate']:.0%}), {summary['missed']} read as none of their causes")
+        print(
+            f"{name}: {summary['hit']} of {summary['naming a cause']} read exactly ({summary['hit rate']:.0%}), "
+            f"{summary['false match']} of {summary['sentences']} read with a cause they do not name "
+            f"({summary['false-match rate']:.0%}), {summary['missed']} read as none of their causes"
+        )
         if wrong:
             print(table(wrong))
     write_result("diagnosis_phrases", {"date": datetime.date.today().isoformat(), **results})

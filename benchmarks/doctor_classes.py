@@ -53,8 +53,9 @@ def diagnose(name, repo=None, timeout_s=300, folder=FOLDER):
             done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
             output = done.stdout + done.stderr
         else:
-            output = runner.run_command(command, timeout=timeout_s, env=runner.child_env(), stream=False,
-                                        cwd=folder).output
+            output = runner.run_command(
+                command, timeout=timeout_s, env=runner.child_env(), stream=False, cwd=folder
+            ).output
         if not out.exists():
             return {"error": output[-500:]}
         return json.loads(out.read_text())
@@ -84,21 +85,48 @@ def main(argv=None):
             before = score(name, kind, cause, diagnose(name, args.before.resolve()))
             row |= {"before_found": before["found"], "before_worst": before["worst"], "before_passed": before["passed"]}
         rows.append(row)
-        print(f"{name:32s} {row['expected']:24s} now {', '.join(row['found']) or '-'} "
-              f"({'ok' if row['passed'] else 'WRONG'})" + (f"; before {', '.join(row['before_found']) or '-'} "
-                                                           f"({'ok' if row['before_passed'] else 'WRONG'})"
-                                                           if args.before else ""), file=sys.stderr, flush=True)
+        print(
+            f"{name:32s} {row['expected']:24s} now {', '.join(row['found']) or '-'} "
+            f"({'ok' if row['passed'] else 'WRONG'})"
+            + (
+                f"; before {', '.join(row['before_found']) or '-'} ({'ok' if row['before_passed'] else 'WRONG'})"
+                if args.before
+                else ""
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     columns = ["script", "class", "expected", "root causes now", "now"] + (["before"] if args.before else [])
-    print(table([{"script": r["script"], "class": r["class"], "expected": r["expected"],
-                  "root causes now": ", ".join(r["found"]) or "-", "now": "right" if r["passed"] else "WRONG",
-                  "before": "right" if r.get("before_passed") else "wrong"} for r in rows], columns))
-    print(f"\n{len(rows)} scripts: right now {sum(r['passed'] for r in rows)}"
-          + (f", right before {sum(r['before_passed'] for r in rows)}" if args.before else "")
-          + f"; wall time {(time.perf_counter() - start) / 60:.1f} min")
-    payload = {"benchmark": "doctor_classes", "machine": machine(resolve_device("cpu")), "scripts": len(rows),
-               "right": sum(r["passed"] for r in rows), "rows": rows,
-               "before": str(args.before) if args.before else None,
-               "right_before": sum(r["before_passed"] for r in rows) if args.before else None}
+    print(
+        table(
+            [
+                {
+                    "script": r["script"],
+                    "class": r["class"],
+                    "expected": r["expected"],
+                    "root causes now": ", ".join(r["found"]) or "-",
+                    "now": "right" if r["passed"] else "WRONG",
+                    "before": "right" if r.get("before_passed") else "wrong",
+                }
+                for r in rows
+            ],
+            columns,
+        )
+    )
+    print(
+        f"\n{len(rows)} scripts: right now {sum(r['passed'] for r in rows)}"
+        + (f", right before {sum(r['before_passed'] for r in rows)}" if args.before else "")
+        + f"; wall time {(time.perf_counter() - start) / 60:.1f} min"
+    )
+    payload = {
+        "benchmark": "doctor_classes",
+        "machine": machine(resolve_device("cpu")),
+        "scripts": len(rows),
+        "right": sum(r["passed"] for r in rows),
+        "rows": rows,
+        "before": str(args.before) if args.before else None,
+        "right_before": sum(r["before_passed"] for r in rows) if args.before else None,
+    }
     if not args.only:
         print("wrote", write_result("doctor_classes", payload))
     return payload

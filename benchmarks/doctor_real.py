@@ -38,8 +38,9 @@ SEVERITIES = ("critical", "warning", "info")
 # (drill.edit.Script.prune_unused), so that model's parameters are in no optimizer at all.
 ALSO = {"missing-optimizer-step": {"params-not-in-optimizer"}}
 # Mutations that apply to the text but change nothing at the entry's arguments: not scored.
-NO_OP = {("imagenet_resnet18", "data-loader-starves"):
-         "the edit sets num_workers=0, which the run's own -j 0 already does"}
+NO_OP = {
+    ("imagenet_resnet18", "data-loader-starves"): "the edit sets num_workers=0, which the run's own -j 0 already does"
+}
 
 
 def manifest():
@@ -55,9 +56,11 @@ def interpreter(entry):
         return sys.executable
     python = os.environ.get("TRAINLAB_WRAPPERS_PYTHON")
     if not python or not Path(python).exists():
-        raise RuntimeError(f"{entry['name']} needs Lightning and transformers (requirements-wrappers.txt): run "
-                         "`make wrappers` and set TRAINLAB_WRAPPERS_PYTHON to the python it prints, or use "
-                         "`make test-full`, which does both")
+        raise RuntimeError(
+            f"{entry['name']} needs Lightning and transformers (requirements-wrappers.txt): run "
+            "`make wrappers` and set TRAINLAB_WRAPPERS_PYTHON to the python it prints, or use "
+            "`make test-full`, which does both"
+        )
     return python
 
 
@@ -87,8 +90,16 @@ def diagnose(entry, text, timeout_s=400):
             if not done.ok:
                 return {"error": f"setup {setup} failed: {done.error}"}
         out = folder / "doctor_report.json"
-        command = [interpreter(entry), "-m", "trainlab.doctor", *entry.get("doctor_args", []), "--json", str(out),
-                   entry["file"], *entry.get("args", [])]
+        command = [
+            interpreter(entry),
+            "-m",
+            "trainlab.doctor",
+            *entry.get("doctor_args", []),
+            "--json",
+            str(out),
+            entry["file"],
+            *entry.get("args", []),
+        ]
         result = runner.run_command(command, timeout=timeout_s, env=runner.child_env(env), stream=False, cwd=folder)
         if not out.exists():
             return {"error": result.error or result.output[-500:]}
@@ -109,11 +120,18 @@ def score(entry, cause, report):
         passed = worst in ("info", "none")
     else:
         passed = bool(found) and found[0] in ({"crash"} if raises else {cause} | ALSO.get(cause, set()))
-    return row | {"found": found, "worst": worst, "passed": passed, "task": task.get("kind"), "raises": raises,
-                  "steps": report["steps"], "backwards": report["measurements"].get("backwards"),
-                  "wall_s": round(report["wall_s"], 1), "symptoms": report["symptoms"],
-                  "above_info": [f"{f['severity']}: {f['cause']}" for f in report["findings"]
-                                 if f["severity"] != "info"]}
+    return row | {
+        "found": found,
+        "worst": worst,
+        "passed": passed,
+        "task": task.get("kind"),
+        "raises": raises,
+        "steps": report["steps"],
+        "backwards": report["measurements"].get("backwards"),
+        "wall_s": round(report["wall_s"], 1),
+        "symptoms": report["symptoms"],
+        "above_info": [f"{f['severity']}: {f['cause']}" for f in report["findings"] if f["severity"] != "info"],
+    }
 
 
 def main(argv=None):
@@ -130,27 +148,59 @@ def main(argv=None):
         for cause, text in todo[:2] if args.sample else todo:
             rows.append(score(entry, cause, diagnose(entry, text)))
             r = rows[-1]
-            print(f"{r['script']:34s} planted {cause or '-':28s} found {', '.join(r['found']) or '-'} "
-                  f"(worst {r['worst']}) {'ok' if r['passed'] else 'FAILED'}", file=sys.stderr, flush=True)
+            print(
+                f"{r['script']:34s} planted {cause or '-':28s} found {', '.join(r['found']) or '-'} "
+                f"(worst {r['worst']}) {'ok' if r['passed'] else 'FAILED'}",
+                file=sys.stderr,
+                flush=True,
+            )
     wall = time.perf_counter() - start
     healthy = [r for r in rows if r["planted"] is None]
     raising = [r for r in rows if r.get("raises")]
     planted = [r for r in rows if r["planted"] is not None and not r.get("raises")]
-    print(table([{"script": r["script"], "planted": r["planted"] or "(healthy)", "task": r.get("task") or "-",
-                  "doctor's root causes": ", ".join(r["found"]) or "-",
-                  "verdict": ("quiet" if r["passed"] else f"alarm: {', '.join(r.get('above_info') or [r['worst']])}")
-                  if r["planted"] is None else ("the edit raises: crash named" if r.get("raises") and r["passed"]
-                                                else "top" if r["passed"] else "MISSED")} for r in rows],
-                ["script", "planted", "task", "doctor's root causes", "verdict"]))
-    print(f"\n{len(healthy)} healthy runs: {sum(r['passed'] for r in healthy)} with nothing above info; "
-          f"{len(planted)} planted bugs: the planted cause the top root cause in {sum(r['passed'] for r in planted)}; "
-          f"{len(raising)} planted edits make the script raise "
-          f"(the crash named in {sum(r['passed'] for r in raising)}); "
-          f"wall time {wall / 60:.1f} min")
-    payload = {"benchmark": "doctor_real", "machine": machine(resolve_device("cpu")), "sources": sources,
-               "wall_s": round(wall, 1), "healthy": len(healthy), "healthy_quiet": sum(r["passed"] for r in healthy),
-               "planted": len(planted), "planted_top": sum(r["passed"] for r in planted),
-               "edits_that_raise": len(raising), "raises_named": sum(r["passed"] for r in raising), "rows": rows}
+    print(
+        table(
+            [
+                {
+                    "script": r["script"],
+                    "planted": r["planted"] or "(healthy)",
+                    "task": r.get("task") or "-",
+                    "doctor's root causes": ", ".join(r["found"]) or "-",
+                    "verdict": ("quiet" if r["passed"] else f"alarm: {', '.join(r.get('above_info') or [r['worst']])}")
+                    if r["planted"] is None
+                    else (
+                        "the edit raises: crash named"
+                        if r.get("raises") and r["passed"]
+                        else "top"
+                        if r["passed"]
+                        else "MISSED"
+                    ),
+                }
+                for r in rows
+            ],
+            ["script", "planted", "task", "doctor's root causes", "verdict"],
+        )
+    )
+    print(
+        f"\n{len(healthy)} healthy runs: {sum(r['passed'] for r in healthy)} with nothing above info; "
+        f"{len(planted)} planted bugs: the planted cause the top root cause in {sum(r['passed'] for r in planted)}; "
+        f"{len(raising)} planted edits make the script raise "
+        f"(the crash named in {sum(r['passed'] for r in raising)}); "
+        f"wall time {wall / 60:.1f} min"
+    )
+    payload = {
+        "benchmark": "doctor_real",
+        "machine": machine(resolve_device("cpu")),
+        "sources": sources,
+        "wall_s": round(wall, 1),
+        "healthy": len(healthy),
+        "healthy_quiet": sum(r["passed"] for r in healthy),
+        "planted": len(planted),
+        "planted_top": sum(r["passed"] for r in planted),
+        "edits_that_raise": len(raising),
+        "raises_named": sum(r["passed"] for r in raising),
+        "rows": rows,
+    }
     if not (args.only or args.sample):
         print("wrote", write_result("doctor_real", payload))
     return payload

@@ -42,30 +42,60 @@ def main(argv=None):
         for name, run in by_name.items():
             if name.startswith("ckpt"):
                 continue
-            parity.append({"world_size": n, "run": name, "max_param_diff": runs.max_param_diff(run, single),
-                           "max_loss_diff": runs.max_loss_diff(run, single)})
+            parity.append(
+                {
+                    "world_size": n,
+                    "run": name,
+                    "max_param_diff": runs.max_param_diff(run, single),
+                    "max_loss_diff": runs.max_loss_diff(run, single),
+                }
+            )
         for name, sharded, passes in (("ddp", False, 2), ("fsdp2", True, 3), ("fsdp2_noreshard", True, 2)):
             if name not in by_name:
                 continue
             r0 = runs.rank0(by_name[name])
-            state, formula = max(r["state"]["total"] for r in by_name[name]["report"]["ranks"]), \
-                planner.model_state_formula(psi, n, sharded)
-            memory.append({"world_size": n, "run": name, "bytes_per_rank": state, "formula": formula,
-                           "ratio": state / formula})
+            state, formula = (
+                max(r["state"]["total"] for r in by_name[name]["report"]["ranks"]),
+                planner.model_state_formula(psi, n, sharded),
+            )
+            memory.append(
+                {"world_size": n, "run": name, "bytes_per_rank": state, "formula": formula, "ratio": state / formula}
+            )
             model = planner.comm_formula(psi, n, passes)
-            comm.append({"world_size": n, "run": name, "send_bytes": r0["comm"]["send_bytes"], "model": model,
-                         "ratio": r0["comm"]["send_bytes"] / model if model else None})
-            rows.append({"ranks": n, "run": name,
-                         "param diff vs 1 process": f"{runs.max_param_diff(by_name[name], single):.1e}",
-                         "state / formula": f"{state / formula:.4f}",
-                         "sent / model": f"{r0['comm']['send_bytes'] / model:.3f}" if model else "-",
-                         "live peak MiB": f"{(r0['live_peak'] or 0) / 2**20:.1f}"})
+            comm.append(
+                {
+                    "world_size": n,
+                    "run": name,
+                    "send_bytes": r0["comm"]["send_bytes"],
+                    "model": model,
+                    "ratio": r0["comm"]["send_bytes"] / model if model else None,
+                }
+            )
+            rows.append(
+                {
+                    "ranks": n,
+                    "run": name,
+                    "param diff vs 1 process": f"{runs.max_param_diff(by_name[name], single):.1e}",
+                    "state / formula": f"{state / formula:.4f}",
+                    "sent / model": f"{r0['comm']['send_bytes'] / model:.3f}" if model else "-",
+                    "live peak MiB": f"{(r0['live_peak'] or 0) / 2**20:.1f}",
+                }
+            )
     checkpoints = _checkpoints(results, sizes)
     restart = _restart(work, device) if 2 in sizes else None
     print(table(rows, ["ranks", "run", "param diff vs 1 process", "state / formula", "sent / model", "live peak MiB"]))
     print(f"\nPsi = {psi:,} parameters; checkpoints: {checkpoints}; restart: {restart}")
-    payload = {"benchmark": "fsdp", "machine": machine(device), "steps": args.steps, "params": psi, "parity": parity,
-               "model_state_bytes": memory, "communication": comm, "checkpoints": checkpoints, "restart": restart}
+    payload = {
+        "benchmark": "fsdp",
+        "machine": machine(device),
+        "steps": args.steps,
+        "params": psi,
+        "parity": parity,
+        "model_state_bytes": memory,
+        "communication": comm,
+        "checkpoints": checkpoints,
+        "restart": restart,
+    }
     suffix = "" if device.type == "cpu" else f"_{device.type}"
     print("wrote", write_result(f"fsdp{suffix}", payload))
     return payload
@@ -84,17 +114,38 @@ def _checkpoints(results, sizes):
 
 def _restart(work, device):
     """Kill rank 1 before step 5; torchrun restarts both; compare with an uninterrupted run."""
-    args = ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "3", "--ckpt-dir", work / "restart", "--resume",
-            "--kill-rank", "1", "--kill-at-step", "5", "--final", work / "restart.pt", "--device", str(device)]
+    args = [
+        "--mode",
+        "fsdp2",
+        "--steps",
+        "8",
+        "--ckpt-every",
+        "3",
+        "--ckpt-dir",
+        work / "restart",
+        "--resume",
+        "--kill-rank",
+        "1",
+        "--kill-at-step",
+        "5",
+        "--final",
+        work / "restart.pt",
+        "--device",
+        str(device),
+    ]
     start = time.perf_counter()
-    result = runner.run_distributed(runs.lab_script(work), nproc=2, args=args, max_restarts=1, timeout=300,
-                                    stream=False)
+    result = runner.run_distributed(
+        runs.lab_script(work), nproc=2, args=args, max_restarts=1, timeout=300, stream=False
+    )
     if not result.ok:
         return {"ok": False, "error": result.error}
     straight = {"state": work / "w2" / "ckpt_straight.pt"}
-    return {"ok": True, "resumed_after_restart": "resumed from step 3" in result.output,
-            "max_param_diff_vs_uninterrupted": runs.max_param_diff({"state": work / "restart.pt"}, straight),
-            "wall_s": time.perf_counter() - start}
+    return {
+        "ok": True,
+        "resumed_after_restart": "resumed from step 3" in result.output,
+        "max_param_diff_vs_uninterrupted": runs.max_param_diff({"state": work / "restart.pt"}, straight),
+        "wall_s": time.perf_counter() - start,
+    }
 
 
 if __name__ == "__main__":

@@ -27,9 +27,16 @@ def main(argv=None):
         rows = ladder.run(str(device), steps=args.steps, profiled=8, folder=folder, timeout=1800)
     print(table(ladder.rows_table(rows)))
     found = ladder.findings(rows)
-    payload = {"benchmark": "ladder", "machine": machine(device), "steps": args.steps, "batch": ladder.BATCH,
-               "rows": rows, "total_vs_textbook": found["total"], "best": found["best"]["name"],
-               "best_vs_textbook": found["best"]["vs_textbook"]}
+    payload = {
+        "benchmark": "ladder",
+        "machine": machine(device),
+        "steps": args.steps,
+        "batch": ladder.BATCH,
+        "rows": rows,
+        "total_vs_textbook": found["total"],
+        "best": found["best"]["name"],
+        "best_vs_textbook": found["best"]["vs_textbook"],
+    }
     suffix = "" if device.type == "cpu" else f"_{device.type}"
     print("wrote", write_result(f"ladder{suffix}", payload))
     return payload

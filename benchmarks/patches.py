@@ -69,8 +69,10 @@ def apply(patch):
             if tag in " -":
                 if at >= len(base) or base[at] != line:
                     found = repr(base[at]) if at < len(base) else "the end of the file"
-                    raise PatchError(f"{where}:{i + 1}: the context does not match {base_name} at line {at + 1}: "
-                                     f"the patch expects {line!r}, the base has {found}")
+                    raise PatchError(
+                        f"{where}:{i + 1}: the context does not match {base_name} at line {at + 1}: "
+                        f"the patch expects {line!r}, the base has {found}"
+                    )
                 at += 1
             if tag in " +":
                 out.append(line)
@@ -96,8 +98,11 @@ def materialise(folder, into=None):
     folder = Path(folder).resolve()
     into = Path(into) if into else CACHE / folder.relative_to(FOLDER)
     own = (path for path in folder.rglob("*") if path.is_file())
-    wanted = {path.relative_to(folder): path.read_bytes() for path in own
-              if not any(p.endswith(".variants") or p == "__pycache__" for p in path.relative_to(folder).parts)}
+    wanted = {
+        path.relative_to(folder): path.read_bytes()
+        for path in own
+        if not any(p.endswith(".variants") or p == "__pycache__" for p in path.relative_to(folder).parts)
+    }
     wanted |= {Path(name): text.encode() for name, text in variants(folder).items()}
     for rel, data in wanted.items():
         target = into / rel

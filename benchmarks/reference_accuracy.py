@@ -31,16 +31,31 @@ def main(argv=None):
     perm = torch.randperm(len(images.train_y), generator=torch.Generator().manual_seed(0))
     shuffled = dataclasses.replace(images, train_y=images.train_y[perm])
     rows = []
-    for label, model, data in [("cnn", "cnn", images), ("mlp", "mlp", images),
-                               ("cnn, shuffled labels", "cnn", shuffled)]:
+    for label, model, data in [
+        ("cnn", "cnn", images),
+        ("mlp", "mlp", images),
+        ("cnn, shuffled labels", "cnn", shuffled),
+    ]:
         cfg = TrainConfig(device=str(device), epochs=args.epochs, model=ModelConfig(name=model))
         record = train(cfg, images=data, progress=False)
-        rows.append({"run": label, "precision": record.precision, "steps": record.steps,
-                     "test accuracy %": round(100 * record.final_accuracy, 1),
-                     "images/s": round(record.mean_images_per_s()), "wall s": round(record.wall_s, 1)})
+        rows.append(
+            {
+                "run": label,
+                "precision": record.precision,
+                "steps": record.steps,
+                "test accuracy %": round(100 * record.final_accuracy, 1),
+                "images/s": round(record.mean_images_per_s()),
+                "wall s": round(record.wall_s, 1),
+            }
+        )
     print(table(rows, list(rows[0])))
-    payload = {"benchmark": "reference_accuracy", "machine": machine(device), "data": images.describe(),
-               "epochs": args.epochs, "rows": rows}
+    payload = {
+        "benchmark": "reference_accuracy",
+        "machine": machine(device),
+        "data": images.describe(),
+        "epochs": args.epochs,
+        "rows": rows,
+    }
     suffix = "" if device.type == "cpu" else f"_{device.type}"
     print("wrote", write_result(f"reference_accuracy{suffix}", payload))
     return payload

@@ -32,17 +32,21 @@ TOOLS = {
     "tools.doctor_oracle": "a refactor's oracle, compared against a stored baseline: no figure of its own",
     "tools.recipe_files": "counts the files docs/extending.md's recipes touch, from tests/core/test_recipes.py",
     "heldout.wrong_fixes_third_set": "issue 33's held-out wrong fixes, run once and scored apart: rerunning it would "
-                                     "tune the checks to it",
+    "tune the checks to it",
     "heldout.doctor_unseen_scripts": "issue 34's held-out scripts, run once and scored apart: rerunning it would tune "
-                                     "the doctor to it",
+    "the doctor to it",
 }
 
 
 def constants(path):
     """The module-level `NAME = literal` assignments in a Python file."""
-    return {target.id: node.value.value for node in ast.parse(path.read_text()).body
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-            for target in node.targets if isinstance(target, ast.Name)}
+    return {
+        target.id: node.value.value
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def declared(folder=FOLDER):

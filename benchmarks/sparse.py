@@ -22,6 +22,7 @@ from trainlab.sparse import sweep
 SUITE = "sparse"  # make bench runs it (benchmarks/registry.py): its suite, and its place in it
 SECTION = 1
 
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")  # the sweep results on CPU (gloo) everywhere
@@ -33,25 +34,46 @@ def main(argv=None):
     for n in (2, 3, 4):
         sweeps[n] = runs.run_sweep(n, args.size, sweep.DENSITIES, work, repeats=args.repeats)
         for row in runs.crossover_table(sweeps[n]):
-            rows.append({**row, "measured crossover": runs.pct(row["measured"]),
-                         "model crossover": runs.pct(row["model"]),
-                         "model / measured": f"{row['ratio']:.2f}" if row["ratio"] else "-"})
+            rows.append(
+                {
+                    **row,
+                    "measured crossover": runs.pct(row["measured"]),
+                    "model crossover": runs.pct(row["model"]),
+                    "model / measured": f"{row['ratio']:.2f}" if row["ratio"] else "-",
+                }
+            )
     at = {r["algorithm"]: r["seconds"] for r in sweeps[4]["rows"] if r["density"] == 1e-3}
     best = min(runs.SPARSE, key=lambda a: at[a])
     speedup = at["dense"] / at[best]
-    agreement = max(abs(r["measured_bytes"] / r["model_bytes"] - 1) for s in sweeps.values() for r in s["rows"]
-                    if r["model_bytes"] and r["density"] <= 0.03)
+    agreement = max(
+        abs(r["measured_bytes"] / r["model_bytes"] - 1)
+        for s in sweeps.values()
+        for r in s["rows"]
+        if r["model_bytes"] and r["density"] <= 0.03
+    )
     training = _training(work)
     print(table(rows, ["ranks", "algorithm", "measured crossover", "model crossover", "model / measured"]))
-    print(f"\n0.1% density, 4 ranks, {args.size:,} values: dense {1e3 * at['dense']:.1f} ms, best sparse ({best}) "
-          f"{1e3 * at[best]:.1f} ms -> {speedup:.1f}x")
+    print(
+        f"\n0.1% density, 4 ranks, {args.size:,} values: dense {1e3 * at['dense']:.1f} ms, best sparse ({best}) "
+        f"{1e3 * at[best]:.1f} ms -> {speedup:.1f}x"
+    )
     print(f"counted bytes vs cost model (densities <= 3%): worst deviation {100 * agreement:.2f}%")
-    print(table([{"sync": m, **v} for m, v in training.items()], ["sync", "final loss", "max loss diff vs dense",
-                                                                    "sync ms (median)", "density %"]))
-    payload = {"benchmark": "sparse", "machine": machine(resolve_device("cpu")), "size": args.size,
-               "crossover": rows, "speedup_at_0.1pct_4_ranks": {"dense_s": at["dense"], "best": best,
-                                                                 "best_s": at[best], "ratio": speedup},
-               "byte_agreement_worst": agreement, "sweeps": sweeps, "training": training}
+    print(
+        table(
+            [{"sync": m, **v} for m, v in training.items()],
+            ["sync", "final loss", "max loss diff vs dense", "sync ms (median)", "density %"],
+        )
+    )
+    payload = {
+        "benchmark": "sparse",
+        "machine": machine(resolve_device("cpu")),
+        "size": args.size,
+        "crossover": rows,
+        "speedup_at_0.1pct_4_ranks": {"dense_s": at["dense"], "best": best, "best_s": at[best], "ratio": speedup},
+        "byte_agreement_worst": agreement,
+        "sweeps": sweeps,
+        "training": training,
+    }
     print("wrote", write_result("sparse", payload))
     return payload
 
@@ -62,11 +84,13 @@ def _training(work):
     summary = {}
     for mode, run in results.items():
         sync = sorted(run["sync_s"])
-        summary[mode] = {"final loss": round(sum(run["losses"][-20:]) / 20, 4),
-                         "max loss diff vs dense": f"{max(abs(a - b) for a, b in zip(run['losses'], dense)):.1e}",
-                         "sync ms (median)": round(1e3 * sync[len(sync) // 2], 2),
-                         "density %": round(100 * sum(run["density"]) / len(run["density"]), 2),
-                         "losses": run["losses"]}
+        summary[mode] = {
+            "final loss": round(sum(run["losses"][-20:]) / 20, 4),
+            "max loss diff vs dense": f"{max(abs(a - b) for a, b in zip(run['losses'], dense)):.1e}",
+            "sync ms (median)": round(1e3 * sync[len(sync) // 2], 2),
+            "density %": round(100 * sum(run["density"]) / len(run["density"]), 2),
+            "losses": run["losses"],
+        }
     return summary
 
 

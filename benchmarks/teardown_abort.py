@@ -33,10 +33,13 @@ SCRIPT = Path(__file__).resolve().parent / "fixtures" / "scripts" / "teardown_ab
 
 
 def launch(variant, how):
-    with mock.patch.dict(os.environ, TRAINLAB_WARM_START="1" if how == "warm" else "0"), \
-            tempfile.TemporaryDirectory(prefix="trainlab-abort-") as tmp:
-        return runner.run_distributed(SCRIPT, nproc=2, args=[variant], timeout=120, stream=False,
-                                      env={"CKPT": str(Path(tmp) / "ckpt")})
+    with (
+        mock.patch.dict(os.environ, TRAINLAB_WARM_START="1" if how == "warm" else "0"),
+        tempfile.TemporaryDirectory(prefix="trainlab-abort-") as tmp,
+    ):
+        return runner.run_distributed(
+            SCRIPT, nproc=2, args=[variant], timeout=120, stream=False, env={"CKPT": str(Path(tmp) / "ckpt")}
+        )
 
 
 def main(argv=None):
@@ -54,14 +57,27 @@ def main(argv=None):
                 result = launch(variant, how)
                 if "terminate called" in result.output:
                     aborts += 1
-                    examples[f"{variant}, {how}"] = result.output[result.output.index("terminate called"):][:4000]
+                    examples[f"{variant}, {how}"] = result.output[result.output.index("terminate called") :][:4000]
                 elif not result.ok:
                     failures += 1
-            rows.append({"variant": variant, "launch": how, "runs": args.runs, "aborts": aborts,
-                         "other failures": failures, "minutes": round((time.perf_counter() - start) / 60, 1)})
+            rows.append(
+                {
+                    "variant": variant,
+                    "launch": how,
+                    "runs": args.runs,
+                    "aborts": aborts,
+                    "other failures": failures,
+                    "minutes": round((time.perf_counter() - start) / 60, 1),
+                }
+            )
         print(table(rows[-1:], list(rows[-1])))
-    payload = {"benchmark": "teardown_abort", "machine": machine(torch.device("cpu")), "torch": torch.__version__,
-               "rows": rows, "last_abort_output": examples}
+    payload = {
+        "benchmark": "teardown_abort",
+        "machine": machine(torch.device("cpu")),
+        "torch": torch.__version__,
+        "rows": rows,
+        "last_abort_output": examples,
+    }
     print("wrote", write_result("teardown_abort", payload))
     return payload
 

@@ -49,13 +49,21 @@ STARTED = time.perf_counter()
 
 
 def pytest_addoption(parser):
-    parser.addoption("--matrix", choices=("sample", "full", "rest"), default="sample",
-                     help="sample: a covering sample of the big matrices (make test); full: all of them "
-                          "(make test-full); rest: only what the sample leaves out")
-    parser.addoption("--data", choices=("synthetic", "cifar10"), default="synthetic",
-                     help="the images every run uses (TRAINLAB_DATASET, inherited by children and notebook "
-                          "kernels): synthetic whatever is on disk, or real CIFAR-10 (make test-cifar), which "
-                          "runs only the tests marked convergence")
+    parser.addoption(
+        "--matrix",
+        choices=("sample", "full", "rest"),
+        default="sample",
+        help="sample: a covering sample of the big matrices (make test); full: all of them "
+        "(make test-full); rest: only what the sample leaves out",
+    )
+    parser.addoption(
+        "--data",
+        choices=("synthetic", "cifar10"),
+        default="synthetic",
+        help="the images every run uses (TRAINLAB_DATASET, inherited by children and notebook "
+        "kernels): synthetic whatever is on disk, or real CIFAR-10 (make test-cifar), which "
+        "runs only the tests marked convergence",
+    )
 
 
 def pytest_configure(config):
@@ -68,8 +76,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "full: part of a full matrix that `make test` samples; runs in make test-full")
     config.addinivalue_line("markers", "exhaustive: with full, runs in make test-full only, not in --matrix rest")
     config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
-    config.addinivalue_line("markers", "convergence: thresholds on what runs learn from the data; "
-                                       "make test-cifar runs these on real CIFAR-10")
+    config.addinivalue_line(
+        "markers",
+        "convergence: thresholds on what runs learn from the data; make test-cifar runs these on real CIFAR-10",
+    )
 
 
 def _require_cifar(verify):
@@ -79,8 +89,10 @@ def _require_cifar(verify):
     root = data_root(DataConfig())
     try:
         if not cifar.is_present(root):
-            raise DataError(f"{root / cifar.FOLDER} does not exist; run `make data` where there is internet, "
-                            "or point TRAINLAB_DATA at the folder that holds cifar-10-batches-py/")
+            raise DataError(
+                f"{root / cifar.FOLDER} does not exist; run `make data` where there is internet, "
+                "or point TRAINLAB_DATA at the folder that holds cifar-10-batches-py/"
+            )
         if verify:
             cifar.verify(root)
     except DataError as exc:
@@ -135,11 +147,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         share = shares.get(name)
         ratio = f"{seconds[name] / share:4.0%} of {share:4.0f} s" if share and mode == "sample" else ""
         terminalreporter.write_line(f"{name:<12} {seconds[name]:7.1f} s  {ratio}")
-    terminalreporter.write_line(f"{'total':<12} {sum(seconds.values()):7.1f} s  "
-                                f"(wall {time.perf_counter() - STARTED:.0f} s)")
+    terminalreporter.write_line(
+        f"{'total':<12} {sum(seconds.values()):7.1f} s  (wall {time.perf_counter() - STARTED:.0f} s)"
+    )
     if mode == "sample":
-        terminalreporter.write_line(f"this machine ran the areas {machine_speed(seconds, shares):.2f}x slower than the "
-                                    f"shares' machine (median area; 1.00 when as fast or faster)")
+        terminalreporter.write_line(
+            f"this machine ran the areas {machine_speed(seconds, shares):.2f}x slower than the "
+            f"shares' machine (median area; 1.00 when as fast or faster)"
+        )
     if whole_suite(config):
         write_durations(mode)
     report_crashes(terminalreporter)
@@ -180,8 +195,10 @@ def pytest_sessionfinish(session, exitstatus):
     over = {a: s for a, s in SECONDS.items() if s > OVER_BUDGET * speed * shares.get(a, 0)}
     if over:
         lines = ", ".join(f"{a} took {s:.0f} s of its {shares.get(a, 0):.0f} s share" for a, s in over.items())
-        print(f"\nFAILED: over the time budget by more than {OVER_BUDGET - 1:.0%} (this machine taken as {speed:.2f}x "
-              f"slower than the shares' machine): {lines} (tests/budget.toml)")
+        print(
+            f"\nFAILED: over the time budget by more than {OVER_BUDGET - 1:.0%} (this machine taken as {speed:.2f}x "
+            f"slower than the shares' machine): {lines} (tests/budget.toml)"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -17,8 +17,14 @@ from trainlab import checks
 from trainlab.checks.corpus import WRONG_FIX_KINDS, CorrectAlternative, WrongFix
 
 
-LAB_SAMPLE = {"debugging/nc_2", "debugging/nc_7", "debugging/nan_2", "debugging/nan_3",
-              "debugging/slow_3", "debugging/mem_1"}
+LAB_SAMPLE = {
+    "debugging/nc_2",
+    "debugging/nc_7",
+    "debugging/nan_2",
+    "debugging/nan_3",
+    "debugging/slow_3",
+    "debugging/mem_1",
+}
 
 
 def lab_in_sample(name):
@@ -46,8 +52,9 @@ def sampled():
         chosen |= {(exercise.name, e.name) for e in wrong[:1] + right[:1]}
         kinds |= {e.kind for e in wrong[:1]}
     for kind in WRONG_FIX_KINDS:  # every kind of wrong fix at least once
-        first = next(((x.name, e.name) for x in exercises for e in x.corpus
-                      if isinstance(e, WrongFix) and e.kind == kind), None)
+        first = next(
+            ((x.name, e.name) for x in exercises for e in x.corpus if isinstance(e, WrongFix) and e.kind == kind), None
+        )
         if kind not in kinds and first:
             chosen.add(first)
     return chosen
@@ -69,17 +76,24 @@ def parametrize(*names):
     params = []
     for name in names:
         exercise = checks.get(name)
-        params += [pytest.param(exercise, entry, id=f"{exercise.name}:{entry.name}",
-                                marks=() if (exercise.name, entry.name) in sampled() else pytest.mark.full)
-                   for entry in exercise.corpus]
+        params += [
+            pytest.param(
+                exercise,
+                entry,
+                id=f"{exercise.name}:{entry.name}",
+                marks=() if (exercise.name, entry.name) in sampled() else pytest.mark.full,
+            )
+            for entry in exercise.corpus
+        ]
     return pytest.mark.parametrize("exercise, entry", params)
 
 
 def assert_expected(entry, verdict):
     if isinstance(entry, WrongFix):
         assert verdict.kind in entry.verdicts, f"wrong fix {entry.name!r}: expected {entry.verdict}, got {verdict}"
-        assert all(r in verdict.message for r in entry.reasons), \
+        assert all(r in verdict.message for r in entry.reasons), (
             f"wrong fix {entry.name!r}: {entry.reason!r} not in {verdict.message!r}"
+        )
     else:
         assert verdict.passed, f"correct alternative {entry.name!r} was judged: {verdict}"
 
@@ -93,8 +107,10 @@ def lab_requests(exercises, mode, in_sample=lambda name: True):
     requests = []
     for exercise in exercises:
         if mode == "full" or (mode == "sample") == in_sample(exercise.name):
-            requests += [(exercise, "shipped", exercise.shipped()),
-                         (exercise, "fixed", labs.source(exercise.lab, fixed=True))]
+            requests += [
+                (exercise, "shipped", exercise.shipped()),
+                (exercise, "fixed", labs.source(exercise.lab, fixed=True)),
+            ]
         requests += [(exercise, entry.name, entry.edit.apply(exercise.lab)) for entry in selected(exercise, mode)]
     return requests
 

@@ -54,8 +54,11 @@ def differing_cells(name):
 
     params = [c for c in learner.cells if tagged(c, "parameters")]
     setup = [c for c in learner.cells if tagged(c, "setup")] or [nbformat.v4.new_code_cell(SETUP_CELL)]
-    differ = [c for c in learner.cells if c.cell_type == "code" and c not in params and c not in setup
-              and solution.get(c.get("id")) != c.source]
+    differ = [
+        c
+        for c in learner.cells
+        if c.cell_type == "code" and c not in params and c not in setup and solution.get(c.get("id")) != c.source
+    ]
     learner.cells = [*params, *setup, *differ]
     return learner
 
@@ -69,9 +72,16 @@ def _execute(path, out_name, parameters):
 
         params.setdefault("world_size", torch.cuda.device_count())
     try:
-        papermill.execute_notebook(str(path), str(out), parameters=params, kernel_name="python3",
-                                   cwd=str(NOTEBOOKS), progress_bar=False, start_timeout=120,
-                                   execution_timeout=CELL_TIMEOUT)
+        papermill.execute_notebook(
+            str(path),
+            str(out),
+            parameters=params,
+            kernel_name="python3",
+            cwd=str(NOTEBOOKS),
+            progress_bar=False,
+            start_timeout=120,
+            execution_timeout=CELL_TIMEOUT,
+        )
     except papermill.PapermillExecutionError:
         raise
     except Exception as exc:  # a cell timed out (nbclient) or the kernel died: name the cell
@@ -108,14 +118,19 @@ def texts(nb, cell_id=None):
 
 def lab_cell_texts(nb):
     """{lab name: what its %%lab cell showed}."""
-    return {c.source.split()[1]: texts(nbformat.v4.new_notebook(cells=[c])) for c in nb.cells
-            if c.cell_type == "code" and c.source.startswith("%%lab")}
+    return {
+        c.source.split()[1]: texts(nbformat.v4.new_notebook(cells=[c]))
+        for c in nb.cells
+        if c.cell_type == "code" and c.source.startswith("%%lab")
+    }
 
 
 def assert_solution_checks_pass(nb):
     """Every %%lab cell passed; a debugging lab's diagnosis was graded right too."""
     shown = lab_cell_texts(nb)
-    assert shown and all(re.search(r"\] (Correct|Diagnosis right, fix correct):", text) for text in shown.values()), shown
+    assert shown and all(re.search(r"\] (Correct|Diagnosis right, fix correct):", text) for text in shown.values()), (
+        shown
+    )
     text = texts(nb).lower()
     assert "incorrect" not in text and "not attempted" not in text and "diagnosis wrong" not in text
 
@@ -170,9 +185,15 @@ def assert_slow_cells_show_progress(nb, name):
     slow = {c["cell"] for r in rows for c in r.get("slow_cells", [])}
     for cell in nb.cells:
         if cell.get("id") in slow:
-            bars = [o["data"]["text/plain"] for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in
-                    o.get("data", {}) and PROGRESS_BAR.search(o["data"].get("text/plain", ""))]
-            assert bars, f"{name}: cell {cell.get('id')} took over 10 s by default but shows no progress: {cell.source[:120]!r}"
+            bars = [
+                o["data"]["text/plain"]
+                for o in cell.outputs
+                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                and PROGRESS_BAR.search(o["data"].get("text/plain", ""))
+            ]
+            assert bars, (
+                f"{name}: cell {cell.get('id')} took over 10 s by default but shows no progress: {cell.source[:120]!r}"
+            )
 
 
 COMPARISON = re.compile(r"\b(\d+(?:\.\d+)?)x (faster|slower|less|fewer|more|higher|lower|smaller|larger|bigger)\b")
@@ -195,9 +216,15 @@ def assert_nothing_given_away(nb, name):
 
 def assert_no_stderr(nb, name):
     """No cell of a CPU run prints to stderr (red in JupyterLab) except known, harmless lines."""
-    noise = [(c.get("id"), line) for c in nb.cells if c.cell_type == "code" for out in c.outputs
-             if out.output_type == "stream" and out.name == "stderr" for line in out.text.splitlines()
-             if line.strip() and not any(allowed in line for allowed in STDERR_ALLOWED)]
+    noise = [
+        (c.get("id"), line)
+        for c in nb.cells
+        if c.cell_type == "code"
+        for out in c.outputs
+        if out.output_type == "stream" and out.name == "stderr"
+        for line in out.text.splitlines()
+        if line.strip() and not any(allowed in line for allowed in STDERR_ALLOWED)
+    ]
     assert not noise, f"{name}: stderr output in cells: {noise[:5]}"
 
 
@@ -205,8 +232,13 @@ def assert_markdown_tables_render(nb, name):
     """Every Markdown table a cell shows (or a markdown cell holds) has the same number of cells
     in every row and a separator row: an unescaped | in a cell garbles the whole table."""
     sources = [c.source for c in nb.cells if c.cell_type == "markdown"]
-    sources += [out.data["text/markdown"] for c in nb.cells if c.cell_type == "code" for out in c.outputs
-                if "data" in out and "text/markdown" in out.data]
+    sources += [
+        out.data["text/markdown"]
+        for c in nb.cells
+        if c.cell_type == "code"
+        for out in c.outputs
+        if "data" in out and "text/markdown" in out.data
+    ]
     for text in sources:
         block = []
         for line in [*text.splitlines(), ""]:
@@ -215,8 +247,9 @@ def assert_markdown_tables_render(nb, name):
                 continue
             if block:
                 widths = {len(re.findall(r"(?<!\\)\|", row)) for row in block}
-                assert len(widths) == 1 and re.fullmatch(r"\|[-:| ]+\|", block[1] if len(block) > 1 else ""), \
+                assert len(widths) == 1 and re.fullmatch(r"\|[-:| ]+\|", block[1] if len(block) > 1 else ""), (
                     f"{name}: a Markdown table that does not render:\n" + "\n".join(block[:4])
+                )
             block = []
 
 

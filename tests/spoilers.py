@@ -32,7 +32,9 @@ from trainlab.doctor.causes import CAUSES
 REVEAL = re.compile(r"\.hint\(|\.solution\(|doctor_report\(|doctor\.diagnose\(|\bask\s*=\s*True")
 RUNS_A_FIX = re.compile(r"\bfixed\s*=\s*(?!False\b|None\b|\(\)|set\(\))")  # labs.source(name, fixed=...) with a fix
 # a path into this repository: relative (from the learner's root, or ../ out of it) or absolute
-NAMED_FILE = re.compile(r"(?<![\w.-])((?:\.\./)*|/[\w./-]*/)((?:labs|docs|solutions|benchmarks|notebooks|work)/[\w./-]*\w)")
+NAMED_FILE = re.compile(
+    r"(?<![\w.-])((?:\.\./)*|/[\w./-]*/)((?:labs|docs|solutions|benchmarks|notebooks|work)/[\w./-]*\w)"
+)
 DRILL = re.compile(r"\bdrill/(\d+)(?![\w-])")  # a drill a cell made at run time (trainlab.drill), named in its output
 BROWSER = re.compile(r"^%lab_browser\s+(.*)$", re.M)
 MARKER = re.compile(r"#\s*BUG\b|^\s*#\+", re.M)
@@ -42,8 +44,11 @@ MIN_FIXED_LINE = 20
 
 def fixed_lines(name):
     shipped = {line.strip() for line in labs.source(name).splitlines()} | _broken_code()
-    return {line.strip() for line in labs.source(name, fixed=True).splitlines()
-            if len(line.strip()) >= MIN_FIXED_LINE and line.strip() not in shipped}
+    return {
+        line.strip()
+        for line in labs.source(name, fixed=True).splitlines()
+        if len(line.strip()) >= MIN_FIXED_LINE and line.strip() not in shipped
+    }
 
 
 @functools.cache
@@ -72,8 +77,11 @@ def reveals(cell, name):
     if name.startswith("drill/"):  # a notebook's drill is revealed by the cell that asks for it by any name
         return cell.cell_type == "code" and bool(REVEAL.search(cell.source)) and "interview" in cell.source
     short = name.split("/")[1]
-    return cell.cell_type == "code" and bool(REVEAL.search(cell.source)) and (
-        f'"{name}"' in cell.source or f'"{short}"' in cell.source)
+    return (
+        cell.cell_type == "code"
+        and bool(REVEAL.search(cell.source))
+        and (f'"{name}"' in cell.source or f'"{short}"' in cell.source)
+    )
 
 
 def cell_texts(cell):
@@ -139,13 +147,21 @@ def scan(nb, label=""):
             menu = all(q in text for q in QUESTIONS) or all(f"[{c}]" in text for c in CAUSES)  # names every cause alike
             generated = "generated-notice" in cell.get("metadata", {}).get("tags", [])  # replaced in the learner's copy
             if (cell.cell_type == "markdown" and not generated) or where.startswith("output"):
-                problems += [f"{at}: names {prefix + path!r}, a file that holds answers"
-                             for prefix, path in NAMED_FILE.findall(text) if not _learners_file(prefix, path)]
+                problems += [
+                    f"{at}: names {prefix + path!r}, a file that holds answers"
+                    for prefix, path in NAMED_FILE.findall(text)
+                    if not _learners_file(prefix, path)
+                ]
             for name in hidden:
                 causes, lines = answers[name]
                 short = name.split("/")[1]
-                if (where == "source" and cell.cell_type == "code" and not script and RUNS_A_FIX.search(text)
-                        and re.search(rf"""["']({re.escape(name)}|{re.escape(short)})["']""", text)):
+                if (
+                    where == "source"
+                    and cell.cell_type == "code"
+                    and not script
+                    and RUNS_A_FIX.search(text)
+                    and re.search(rf"""["']({re.escape(name)}|{re.escape(short)})["']""", text)
+                ):
                     problems.append(f"{at}: runs {name}'s fix on the learner's way through the notebook (lock it)")
                 for cause in sorted(causes - public):
                     if re.search(rf"(?<![\w-]){re.escape(cause)}(?![\w-])", text) and not menu:

@@ -35,9 +35,12 @@ import sys
 # The root imports nothing eagerly: `import trainlab.labs` (or the hub's `trainlab.hub.grid`) must not pay for
 # torch (1.5-2.6 s and 0.7-0.9 GB here). The notebooks' names resolve on first use (PEP 562).
 _LAZY = {
-    "DataConfig": "trainlab.data", "load_images": "trainlab.data",
-    "TrainConfig": "trainlab.loop", "train": "trainlab.loop",
-    "ModelConfig": "trainlab.models", "build_model": "trainlab.models",
+    "DataConfig": "trainlab.data",
+    "load_images": "trainlab.data",
+    "TrainConfig": "trainlab.loop",
+    "train": "trainlab.loop",
+    "ModelConfig": "trainlab.models",
+    "build_model": "trainlab.models",
     "setup": "trainlab.workbook.params",
     "RunRecord": "trainlab.record",
 }
@@ -63,8 +66,21 @@ def __dir__():
 SHORT_NAMES = {
     **{name: f"trainlab.processes.{name}" for name in ("runner", "warmstart", "oom", "cgroup")},
     **{name: f"trainlab.measurement.{name}" for name in ("timing", "peaks", "timeline")},
-    **{name: f"trainlab.workbook.{name}" for name in ("modules", "labs", "params", "display", "plots", "predict",
-                                                      "published", "progress", "notebooks", "workspace")},
+    **{
+        name: f"trainlab.workbook.{name}"
+        for name in (
+            "modules",
+            "labs",
+            "params",
+            "display",
+            "plots",
+            "predict",
+            "published",
+            "progress",
+            "notebooks",
+            "workspace",
+        )
+    },
     "patching": "trainlab.doctor.patching",
 }
 

@@ -117,8 +117,13 @@ def train(cfg=TrainConfig(), *, images=None, model=None, callback=None, progress
     amp_dtype = autocast_dtype(precision)
 
     record = RunRecord(
-        data_source=images.source, device=str(device), precision=precision, model=cfg.model.name,
-        parameters=count_parameters(model), versions=versions(), config=asdict(cfg),
+        data_source=images.source,
+        device=str(device),
+        precision=precision,
+        model=cfg.model.name,
+        parameters=count_parameters(model),
+        versions=versions(),
+        config=asdict(cfg),
     )
     # Device-side buffers for one log interval: written every step, read at log points.
     losses = torch.zeros(cfg.log_every, device=device)
@@ -146,8 +151,11 @@ def train(cfg=TrainConfig(), *, images=None, model=None, callback=None, progress
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)  # measure/clip the true gradient, not the scaled one
-            norm = (nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip) if cfg.grad_clip
-                    else total_norm(model.parameters()))
+            norm = (
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                if cfg.grad_clip
+                else total_norm(model.parameters())
+            )
             scaler.step(optimizer)
             scaler.update()
             record.lr.append(schedule.get_last_lr()[0])  # host-side value: no sync

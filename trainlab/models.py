@@ -53,8 +53,10 @@ class MLP(nn.Module):
         hidden = 8 * width
         self.net = nn.Sequential(
             nn.Flatten(),
-            nn.Linear(3 * 32 * 32, hidden), nn.ReLU(inplace=True),
-            nn.Linear(hidden, hidden), nn.ReLU(inplace=True),
+            nn.Linear(3 * 32 * 32, hidden),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(inplace=True),
             nn.Linear(hidden, num_classes),
         )
 
@@ -69,9 +71,12 @@ class SmallCNN(nn.Module):
         super().__init__()
         w = width
         self.features = nn.Sequential(
-            conv_block(3, w, norm), nn.MaxPool2d(2),  # (B, w, 16, 16)
-            conv_block(w, 2 * w, norm), nn.MaxPool2d(2),  # (B, 2w, 8, 8)
-            conv_block(2 * w, 4 * w, norm), nn.AdaptiveMaxPool2d(1),  # (B, 4w, 1, 1)
+            conv_block(3, w, norm),
+            nn.MaxPool2d(2),  # (B, w, 16, 16)
+            conv_block(w, 2 * w, norm),
+            nn.MaxPool2d(2),  # (B, 2w, 8, 8)
+            conv_block(2 * w, 4 * w, norm),
+            nn.AdaptiveMaxPool2d(1),  # (B, 4w, 1, 1)
         )
         self.head = zero_init_head(nn.Linear(4 * w, num_classes))
 
@@ -98,10 +103,16 @@ class ResNet(nn.Module):
         w = width
         self.blocks = nn.Sequential(
             conv_block(3, w, norm),  # (B, w, 32, 32)
-            conv_block(w, 2 * w, norm), nn.MaxPool2d(2), Residual(2 * w, norm),  # (B, 2w, 16, 16)
-            conv_block(2 * w, 4 * w, norm), nn.MaxPool2d(2),  # (B, 4w, 8, 8)
-            conv_block(4 * w, 8 * w, norm), nn.MaxPool2d(2), Residual(8 * w, norm),  # (B, 8w, 4, 4)
-            nn.AdaptiveMaxPool2d(1), nn.Flatten(),
+            conv_block(w, 2 * w, norm),
+            nn.MaxPool2d(2),
+            Residual(2 * w, norm),  # (B, 2w, 16, 16)
+            conv_block(2 * w, 4 * w, norm),
+            nn.MaxPool2d(2),  # (B, 4w, 8, 8)
+            conv_block(4 * w, 8 * w, norm),
+            nn.MaxPool2d(2),
+            Residual(8 * w, norm),  # (B, 8w, 4, 4)
+            nn.AdaptiveMaxPool2d(1),
+            nn.Flatten(),
         )
         self.head = zero_init_head(nn.Linear(8 * w, num_classes))
 

@@ -14,7 +14,9 @@ SOLUTIONS = REPO / "solutions"  # solution notebooks: the source of truth
 NOTEBOOKS = REPO / "notebooks"  # learner notebooks, generated from SOLUTIONS
 DATA = REPO / "data"  # CIFAR-10 and the synthetic-set cache (git-ignored)
 BUILD = REPO / "build"  # executed notebooks, screenshots, other outputs (git-ignored)
-WORK = REPO / "work"  # the learner's root: working copies and clean lab scripts (git-ignored; trainlab.workbook.workspace)
+WORK = (
+    REPO / "work"
+)  # the learner's root: working copies and clean lab scripts (git-ignored; trainlab.workbook.workspace)
 PIN_FILE = REPO / "requirements.txt"  # the one pin file
 CACHE = Path(os.environ.get("TRAINLAB_CACHE", Path.home() / ".cache" / "trainlab"))  # venv, compile caches
 

@@ -26,9 +26,14 @@ from benchmarks.common import machine, table, write_result
 from trainlab.device import resolve_device
 
 FOLDER = Path(__file__).resolve().parent / "doctor_unseen_scripts"
-REAL = {"word_language_model": "word_language_model_lstm", "regression": "regression", "dcgan": "dcgan",
-        "imagenet": "imagenet_resnet18", "lightning_classifier": "lightning_classifier",
-        "hf_trainer_lm": "hf_trainer_lm"}  # the copies' script -> the manifest entry that says how it runs
+REAL = {
+    "word_language_model": "word_language_model_lstm",
+    "regression": "regression",
+    "dcgan": "dcgan",
+    "imagenet": "imagenet_resnet18",
+    "lightning_classifier": "lightning_classifier",
+    "hf_trainer_lm": "hf_trainer_lm",
+}  # the copies' script -> the manifest entry that says how it runs
 # The second batch's helper did not know the registry: two of its "learns-far-worse" edits are the mechanism
 # of a registered cause (a StepLR stepped every batch; Adam's coupled weight decay at 0.1). Decided before
 # its run: that cause counts too.
@@ -54,19 +59,42 @@ def main(argv=None):
         if not row["passed"] and "error" not in row and row["found"] and row["found"][0] in ALSO.get(path.stem, ()):
             row |= {"passed": True, "accepted_instead": row["found"][0]}
         rows.append(row)
-        print(f"{path.stem:48s} {row['expected']:28s} found {', '.join(row['found']) or '-'} "
-              f"({'ok' if row['passed'] else 'WRONG'})", file=sys.stderr, flush=True)
+        print(
+            f"{path.stem:48s} {row['expected']:28s} found {', '.join(row['found']) or '-'} "
+            f"({'ok' if row['passed'] else 'WRONG'})",
+            file=sys.stderr,
+            flush=True,
+        )
     healthy = [r for r in rows if r["expected"] == "healthy"]
     broken = [r for r in rows if r["expected"] != "healthy"]
-    print(table([{"script": r["script"], "expected": r["expected"], "doctor's root causes": ", ".join(r["found"]) or "-",
-                  "verdict": "right" if r["passed"] else "WRONG"} for r in rows],
-                ["script", "expected", "doctor's root causes", "verdict"]))
-    print(f"\n{len(healthy)} healthy: {sum(r['passed'] for r in healthy)} with nothing above info; {len(broken)} broken: "
-          f"the cause the top root cause in {sum(r['passed'] for r in broken)}; "
-          f"wall time {(time.perf_counter() - start) / 60:.1f} min")
-    payload = {"benchmark": args.batch, "machine": machine(resolve_device("cpu")),
-               "healthy": len(healthy), "healthy_quiet": sum(r["passed"] for r in healthy),
-               "broken": len(broken), "broken_top": sum(r["passed"] for r in broken), "rows": rows}
+    print(
+        table(
+            [
+                {
+                    "script": r["script"],
+                    "expected": r["expected"],
+                    "doctor's root causes": ", ".join(r["found"]) or "-",
+                    "verdict": "right" if r["passed"] else "WRONG",
+                }
+                for r in rows
+            ],
+            ["script", "expected", "doctor's root causes", "verdict"],
+        )
+    )
+    print(
+        f"\n{len(healthy)} healthy: {sum(r['passed'] for r in healthy)} with nothing above info; {len(broken)} broken: "
+        f"the cause the top root cause in {sum(r['passed'] for r in broken)}; "
+        f"wall time {(time.perf_counter() - start) / 60:.1f} min"
+    )
+    payload = {
+        "benchmark": args.batch,
+        "machine": machine(resolve_device("cpu")),
+        "healthy": len(healthy),
+        "healthy_quiet": sum(r["passed"] for r in healthy),
+        "broken": len(broken),
+        "broken_top": sum(r["passed"] for r in broken),
+        "rows": rows,
+    }
     print("wrote", write_result(args.batch, payload))
     return payload
 

@@ -37,9 +37,13 @@ def signature(report):
     """What a refactor must keep: a report (dict, as JSON) reduced to its decisions."""
     if "error" in report:
         return {"error": report["error"][:200]}
-    return {"symptoms": report["symptoms"], "root_causes": report["root_causes"],
-            "findings": [[f["severity"], f["category"], f["cause"], DIGITS.sub("#", f["title"])]
-                         for f in report["findings"]]}
+    return {
+        "symptoms": report["symptoms"],
+        "root_causes": report["root_causes"],
+        "findings": [
+            [f["severity"], f["category"], f["cause"], DIGITS.sub("#", f["title"])] for f in report["findings"]
+        ],
+    }
 
 
 def _here(path, steps):
@@ -49,23 +53,31 @@ def _here(path, steps):
 
 def _external():
     folder = patches.materialise(CORPUS)  # the bases and every variant, as the files MANIFEST.toml names
-    return [(m["file"], lambda m=m: diagnose(folder / m["file"], 200, 60.0))
-            for m in tomllib.loads((CORPUS / "MANIFEST.toml").read_text())["script"]]
+    return [
+        (m["file"], lambda m=m: diagnose(folder / m["file"], 200, 60.0))
+        for m in tomllib.loads((CORPUS / "MANIFEST.toml").read_text())["script"]
+    ]
 
 
 def collect(only=None):
     out = {}
-    sets = {"labs": lambda: [(n, lambda n=n: _here(labs.path(n), 80)) for n in labs.names(*labs.TRAINING)],
-            "drills": lambda: [(f"drill {s}", lambda s=s: _here(drill.new(s).lab.path, 60)) for s in range(DRILLS)],
-            "external": _external}
+    sets = {
+        "labs": lambda: [(n, lambda n=n: _here(labs.path(n), 80)) for n in labs.names(*labs.TRAINING)],
+        "drills": lambda: [(f"drill {s}", lambda s=s: _here(drill.new(s).lab.path, 60)) for s in range(DRILLS)],
+        "external": _external,
+    }
     for name, items in sets.items():
         if only and name != only:
             continue
         for key, run in items():
             began = time.perf_counter()
             out[key] = signature(run())
-            print(f"{key:50s} {', '.join(out[key].get('root_causes', ['ERROR'])) or '-'} "
-                  f"({time.perf_counter() - began:.1f} s)", file=sys.stderr, flush=True)
+            print(
+                f"{key:50s} {', '.join(out[key].get('root_causes', ['ERROR'])) or '-'} "
+                f"({time.perf_counter() - began:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     return out
 
 
@@ -95,12 +107,18 @@ def main(argv=None):
         diff = differences(before, now)
         print("\n".join(diff) or f"identical: {len(now)} reports")
         changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-        write_result("doctor_oracle", {"benchmark": "doctor_oracle", "machine": machine(resolve_device("cpu")),
-                                       "compared_with": str(args.compare), "reports": len(now),
-                                       "identical": len(now) - len(changed),
-                                       "wall_s": round(time.perf_counter() - start),
-                                       "differences": {k: {"before": before.get(k), "after": now.get(k)}
-                                                       for k in changed}})
+        write_result(
+            "doctor_oracle",
+            {
+                "benchmark": "doctor_oracle",
+                "machine": machine(resolve_device("cpu")),
+                "compared_with": str(args.compare),
+                "reports": len(now),
+                "identical": len(now) - len(changed),
+                "wall_s": round(time.perf_counter() - start),
+                "differences": {k: {"before": before.get(k), "after": now.get(k)} for k in changed},
+            },
+        )
         return 1 if diff else 0
     return 0
 

@@ -36,14 +36,19 @@ def main(argv=None):
     import torch
 
     if not torch.cuda.is_available():
-        print(f"make gpu-check: no CUDA GPU is visible to {sys.executable} (torch {torch.__version__}); "
-              "run it on a GPU machine, with that machine's Python (make gpu-check PYTHON=...)", file=sys.stderr)
+        print(
+            f"make gpu-check: no CUDA GPU is visible to {sys.executable} (torch {torch.__version__}); "
+            "run it on a GPU machine, with that machine's Python (make gpu-check PYTHON=...)",
+            file=sys.stderr,
+        )
         return 2
     missing = [] if args.skip_notebooks else missing_packages()
     if missing:
-        print(f"make gpu-check: missing packages {missing} for the notebooks; install them (pure-Python wheels "
-              "work offline: pip install --no-index --find-links WHEELS_DIR ...) or pass --skip-notebooks",
-              file=sys.stderr)
+        print(
+            f"make gpu-check: missing packages {missing} for the notebooks; install them (pure-Python wheels "
+            "work offline: pip install --no-index --find-links WHEELS_DIR ...) or pass --skip-notebooks",
+            file=sys.stderr,
+        )
         return 2
     device, gpus = torch.device("cuda"), torch.cuda.device_count()
     start = time.perf_counter()
@@ -53,8 +58,10 @@ def main(argv=None):
         row["note"] = "" if gpus >= 2 else "its multi-rank sections need 2+ GPUs for nccl; 1 visible"
     if notebooks:
         print(table(notebooks, ["notebook", "minutes", "ranks", "error", "note"]))
-        notebook_times.render_html(", ".join(f"{k}={v}" for k, v in machine(device).items()) + ", smoke settings",
-                                   [row["notebook"] for row in notebooks])
+        notebook_times.render_html(
+            ", ".join(f"{k}={v}" for k, v in machine(device).items()) + ", smoke settings",
+            [row["notebook"] for row in notebooks],
+        )
 
     from trainlab.kernels import ladder
     from trainlab.memory import hardware
@@ -64,12 +71,22 @@ def main(argv=None):
     ladder_rows, copy_bandwidth = ladder.run(device, scale=4, repeats=20)
     print(table([ladder.format_row(r) for r in ladder_rows], ladder.COLUMNS))
     utilisation = hardware.mfu(device, steps=60, precision="bf16")
-    print(f"reference loop on {torch.cuda.get_device_name(device)}: {utilisation['images_per_s']:,.0f} images/s, "
-          f"MFU {utilisation['mfu']:.1%} of the measured bf16 matmul peak "
-          f"({utilisation['peak_flops'] / 1e12:.0f} TFLOP/s)")
-    payload = {"benchmark": "gpu_check", "machine": machine(device), "visible_gpus": gpus,
-               "wall_s": round(time.perf_counter() - start, 1), "notebooks": notebooks,
-               "kernel_ladder": ladder_rows, "kernel_scale": 4, "copy_bandwidth": copy_bandwidth, "mfu": utilisation}
+    print(
+        f"reference loop on {torch.cuda.get_device_name(device)}: {utilisation['images_per_s']:,.0f} images/s, "
+        f"MFU {utilisation['mfu']:.1%} of the measured bf16 matmul peak "
+        f"({utilisation['peak_flops'] / 1e12:.0f} TFLOP/s)"
+    )
+    payload = {
+        "benchmark": "gpu_check",
+        "machine": machine(device),
+        "visible_gpus": gpus,
+        "wall_s": round(time.perf_counter() - start, 1),
+        "notebooks": notebooks,
+        "kernel_ladder": ladder_rows,
+        "kernel_scale": 4,
+        "copy_bandwidth": copy_bandwidth,
+        "mfu": utilisation,
+    }
     print("wrote", write_result("gpu_check", payload))
     return 1 if any(row["error"] for row in notebooks) else 0
 

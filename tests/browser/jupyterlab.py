@@ -59,7 +59,9 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
-        workspace.sync(self.root, notebooks=self.root / ".no-notebooks")  # the clean lab scripts, as make lab writes them
+        workspace.sync(
+            self.root, notebooks=self.root / ".no-notebooks"
+        )  # the clean lab scripts, as make lab writes them
         settings = self.root / ".jupyter-settings"
         for name, value in SETTINGS.items():
             (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -67,12 +69,21 @@ class LabServer:
         env = runner.child_env({"JUPYTERLAB_SETTINGS_DIR": settings, "JUPYTER_CONFIG_DIR": self.root / ".jupyter"})
         cmd = workspace.lab_command(self.first, root=self.root, port=self.port, token=self.token, open_browser=False)
         with self.log.open("w") as log:  # the child keeps its own copy of the descriptor
-            self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=self.root,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with code {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"jupyter lab exited with code {self.proc.returncode}:\n{self.log.read_text()[-3000:]}"
+                )
             if self.status(token=self.token) in ((200,) if self.token else (200, 403)):
                 return self
             time.sleep(0.3)
@@ -132,8 +143,10 @@ class NotebookPage:
         deadline = time.monotonic() + open_timeout
         while self.cells.count() < expected or not self.kernel_idle():  # cells render one by one; the kernel starts
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{path}: {self.cells.count()} of {expected} cells shown, kernel "
-                                   f"{'idle' if self.kernel_idle() else 'not ready'} after {open_timeout} s")
+                raise TimeoutError(
+                    f"{path}: {self.cells.count()} of {expected} cells shown, kernel "
+                    f"{'idle' if self.kernel_idle() else 'not ready'} after {open_timeout} s"
+                )
             time.sleep(0.3)
 
     def kernel_idle(self):
@@ -203,8 +216,10 @@ class NotebookPage:
 
     def save(self):
         self.page.keyboard.press("Control+s")
-        self.page.wait_for_function("() => !document.querySelector('.jp-mod-dirty.jp-mod-current, "
-                                    ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty')", timeout=30_000)
+        self.page.wait_for_function(
+            "() => !document.querySelector('.jp-mod-dirty.jp-mod-current, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+            timeout=30_000,
+        )
         time.sleep(0.5)
 
     def saved(self):
@@ -214,8 +229,12 @@ class NotebookPage:
     def errors(self):
         """[(cell index, 'Name: value')] for every cell whose saved outputs hold an error, plus any
         widget that failed to render in the page."""
-        found = [(i, f"{out.get('ename')}: {out.get('evalue')}") for i, cell in enumerate(self.saved().cells)
-                 for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+        found = [
+            (i, f"{out.get('ename')}: {out.get('evalue')}")
+            for i, cell in enumerate(self.saved().cells)
+            for out in cell.get("outputs", [])
+            if out.get("output_type") == "error"
+        ]
         broken = self.page.get_by_text("Error displaying widget").count()
         return found + ([("page", f"{broken} widget(s) failed to render")] if broken else [])
 

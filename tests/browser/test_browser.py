@@ -38,9 +38,14 @@ def chromium():
     except ImportError:
         playwright = None
     path = find_chromium()
-    missing = ("Playwright is not installed (make setup installs it)" if playwright is None else
-               "no Chromium found: install it with `apt-get install chromium` as root, or point TRAINLAB_CHROMIUM "
-               "at a Chromium or Chrome binary" if path is None else "")
+    missing = (
+        "Playwright is not installed (make setup installs it)"
+        if playwright is None
+        else "no Chromium found: install it with `apt-get install chromium` as root, or point TRAINLAB_CHROMIUM "
+        "at a Chromium or Chrome binary"
+        if path is None
+        else ""
+    )
     if missing and os.environ.get("CI") == "true":
         pytest.fail(f"the browser tests need a browser under CI=true: {missing}")
     if missing:
@@ -57,8 +62,10 @@ def browser_cells(name, only=None):
         tags = set(cell.metadata.get("tags", []))
         if only is None:
             return bool({"parameters", "browser"} & tags)
-        return bool({"parameters", "setup"} & tags) or ("browser" in tags and any(re.search(p, cell.source, re.M)
-                                                                                  for p in only))
+        return bool({"parameters", "setup"} & tags) or (
+            "browser" in tags and any(re.search(p, cell.source, re.M) for p in only)
+        )
+
     return [i for i, c in enumerate(nb.cells) if wanted(c)]
 
 
@@ -191,7 +198,9 @@ def test_make_lab_serves_127_0_0_1_only_and_refuses_requests_without_the_token(t
         other = outward_address()
         if other:  # the machine's own address on the network: nothing answers there
             assert server.status(token=server.token, host=other) is None, f"the server answers on {other}"
-    assert "-m trainlab.workbook.workspace --open" in (REPO / "Makefile").read_text()  # make lab starts this same command
+    assert (
+        "-m trainlab.workbook.workspace --open" in (REPO / "Makefile").read_text()
+    )  # make lab starts this same command
 
 
 def test_make_lab_lands_on_the_first_notebook_and_shows_only_the_learners_files(tmp_path, browser):
@@ -199,8 +208,11 @@ def test_make_lab_lands_on_the_first_notebook_and_shows_only_the_learners_files(
     and clean lab scripts - no solutions/, docs/ or labs with their answers - and no news prompt shows."""
     first = workspace_copy(NOTEBOOKS / "00_start_here.ipynb", tmp_path)
     with LabServer(tmp_path, first, token=None) as server:
-        printed = wait_for(lambda: re.search(r"http://127\.0\.0\.1:\d+/\S+", server.log.read_text()), timeout=30,
-                           message="the server to print its URL")
+        printed = wait_for(
+            lambda: re.search(r"http://127\.0\.0\.1:\d+/\S+", server.log.read_text()),
+            timeout=30,
+            message="the server to print its URL",
+        )
         url = printed.group(0)
         assert "/lab/tree/00_start_here.ipynb?token=" in url, url
         log = server.log.read_text()
@@ -237,7 +249,7 @@ def listening_addresses(port):
                 if width == 8:
                     found.add(socket.inet_ntop(socket.AF_INET, raw[::-1]))
                 else:
-                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
                     found.add(socket.inet_ntop(socket.AF_INET6, words))
     return found
 
@@ -289,7 +301,9 @@ def ask_for_help(s, pattern, button, expected):
     cell = s.nb.cell(s.index(pattern))
     assert "hint 1/" not in s.nb.output_text(s.index(pattern)) or button != "Next hint", "a hint showed before a click"
     cell.locator("button", has_text=button).first.click()
-    wait_for(lambda: expected in s.nb.output_text(s.index(pattern)), timeout=120, message=f"{button!r} to show {expected!r}")
+    wait_for(
+        lambda: expected in s.nb.output_text(s.index(pattern)), timeout=120, message=f"{button!r} to show {expected!r}"
+    )
 
 
 @pytest.mark.full  # CI's rest: make test keeps 01's diagnosis walk in the browser (the panel and locks are unit-tested)
@@ -311,8 +325,11 @@ def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser
     cell.locator("button", has_text="clip gradients at norm 1").first.click()
     cell.get_by_role("button", name="Train", exact=True).click()
     wait_for(lambda: "training" in status.inner_text(), message="the panel to start training")
-    seen, done = changes_over_time(lambda: plot.first.get_attribute("src") if plot.count() else None,
-                                   lambda: status.inner_text().startswith("done"), timeout=240)
+    seen, done = changes_over_time(
+        lambda: plot.first.get_attribute("src") if plot.count() else None,
+        lambda: status.inner_text().startswith("done"),
+        timeout=240,
+    )
     assert done, f"the panel's run did not finish: {status.inner_text()!r}"
     redrawn = [src for src in seen if src != before]  # the last is the finished run's; the others came while it trained
     assert len(redrawn) >= 2, f"the curves were drawn {len(redrawn)} time(s) for the run (want redraws while it trains)"
@@ -331,12 +348,14 @@ def test_notebook_01_hypothesis_panel_redraws_while_training_and_the_lab_browser
 
 
 def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wrong_one_graded_with_its_reason(
-        open_notebook):
+    open_notebook,
+):
     s = open_notebook("01_debugging.ipynb", only=[r'^diagnosis\.form\("debugging/nc_7"\)', r"^%%lab debugging/nc_7"])
     nb = s.nb
     s.run_all()
-    experiments = nb.append_cell('investigate.run("debugging/nc_7", "gradient-freshness"); '
-                                 'investigate.run("debugging/nc_7", "lr-range-test")')
+    experiments = nb.append_cell(
+        'investigate.run("debugging/nc_7", "gradient-freshness"); investigate.run("debugging/nc_7", "lr-range-test")'
+    )
     nb.run(experiments, timeout=300)
     form = nb.cell(s.index(r'^diagnosis\.form\("debugging/nc_7"\)'))
     form.locator("button", has_text="refresh evidence").click()
@@ -366,7 +385,9 @@ def test_notebook_01_a_diagnosis_in_words_is_confirmed_two_causes_kept_and_a_wro
     nb.run(lab)
     verdict = nb.output_text(lab)
     assert "Diagnosis wrong, fix not attempted yet" in verdict, verdict[-800:]
-    assert "lr-too-high is not what breaks this script" in verdict and "stated before any help" in verdict, verdict[-800:]
+    assert "lr-too-high is not what breaks this script" in verdict and "stated before any help" in verdict, verdict[
+        -800:
+    ]
     s.shot("wrong-diagnosis", lab)
     s.assert_no_errors()
 
@@ -385,7 +406,9 @@ def test_notebook_01_what_explains_a_fix_stays_locked_until_the_fix_passes(open_
     assert "fix correct" in nb.output_text(lab).lower(), nb.output_text(lab)[-800:]
     nb.run(after, timeout=300)
     opened = nb.output_text(after)
-    assert "Locked" not in opened and re.search(r"host reads per step: \d+ -> \d+; [\d.]+x faster", opened), opened[-800:]
+    assert "Locked" not in opened and re.search(r"host reads per step: \d+ -> \d+; [\d.]+x faster", opened), opened[
+        -800:
+    ]
     s.shot("unlocked", after)
     s.assert_no_errors()
 
@@ -414,8 +437,7 @@ def test_exercise_cells_render_their_verdict_and_hints(open_notebook, name):
     exercise_cells = [i for i in s.code_cells() if s.nb.source(i).startswith("%%lab ")]
     assert exercise_cells, f"{name}: no %%lab cell among its browser cells"
     for lab in exercise_cells:
-        assert VERDICT.search(s.nb.output_text(lab)), \
-            s.nb.output_text(lab)[-800:]
+        assert VERDICT.search(s.nb.output_text(lab)), s.nb.output_text(lab)[-800:]
     ask_for_help(s, r"\.help\(\)", "Next hint", "hint 1/")
     s.assert_no_errors()
 
@@ -436,7 +458,9 @@ def assert_every_lab_cell_shows_a_verdict(s):
     name = s.name
     cells = s.nb.saved().cells
     inserted = len(cells) - len(s.shipped)
-    assert inserted == sum(bool(INSERTS_CELLS.search(c.source)) for c in s.shipped), "a cell that opens a lab inserted none"
+    assert inserted == sum(bool(INSERTS_CELLS.search(c.source)) for c in s.shipped), (
+        "a cell that opens a lab inserted none"
+    )
     for i, cell in enumerate(cells):  # the shipped %%lab cells and those inserted: each judged, with its verdict
         if cell.cell_type == "code" and cell.source.startswith("%%lab "):
             text = texts(nbformat.v4.new_notebook(cells=[cell]))

@@ -122,10 +122,15 @@ def test_a_slow_machine_stretches_budgets_and_every_variant_gets_a_report(monkey
     monkeypatch.setattr(measure, "load_factor", lambda: 1.0)  # the machine's load stretches budgets too: not here
 
     variant = lambda name, sleep, **kw: {"name": name, "source": SLEEPY.format(sleep=sleep), "max_steps": 10, **kw}  # noqa: E731
-    reports = run_variants([variant("solution", 0.1, budget_s=60),  # ~1 s: the machine's pace
-                            variant("slower", 0.2, budget_s=0.5, reference="solution"),  # ~2 s, within 3 x 1 s + 1 s
-                            variant("endless", 5.0, budget_s=0.5, reference="solution"),
-                            variant("after", 0.0, budget_s=30)], slack_s=1.0)
+    reports = run_variants(
+        [
+            variant("solution", 0.1, budget_s=60),  # ~1 s: the machine's pace
+            variant("slower", 0.2, budget_s=0.5, reference="solution"),  # ~2 s, within 3 x 1 s + 1 s
+            variant("endless", 5.0, budget_s=0.5, reference="solution"),
+            variant("after", 0.0, budget_s=30),
+        ],
+        slack_s=1.0,
+    )
     assert reports["solution"]["status"] == reports["slower"]["status"] == reports["after"]["status"] == "ok"
     assert reports["endless"]["status"] == "timeout"
     assert "3x the solution run on this machine" in reports["endless"]["error"]
@@ -143,8 +148,9 @@ def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeyp
         assert measure.load_factor() == factor
     monkeypatch.setattr(measure, "load_factor", lambda: 4.0)
     started = time.perf_counter()
-    endless = measure.run_variants([{"name": "endless", "source": SLEEPY.format(sleep=5.0), "max_steps": 10,
-                                     "budget_s": 0.5}])["endless"]
+    endless = measure.run_variants(
+        [{"name": "endless", "source": SLEEPY.format(sleep=5.0), "max_steps": 10, "budget_s": 0.5}]
+    )["endless"]
     assert endless["status"] == "timeout" and "x4.0 for the machine's load" in endless["error"], endless
     assert "stopped after 2 s" in endless["error"] and time.perf_counter() - started < 60
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -167,7 +173,9 @@ def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_c
         raise AssertionError("a cached reference started a child")
 
     monkeypatch.setattr(measure, "_run_child", no_child)
-    assert measure.run_variants([dict(reference, name="again", budget_s=5)])["again"] == first  # name and budget do not count
+    assert (
+        measure.run_variants([dict(reference, name="again", budget_s=5)])["again"] == first
+    )  # name and budget do not count
     for changed in (dict(reference, max_steps=4), dict(reference, source=reference["source"] + "\n")):
         with pytest.raises(AssertionError, match="started a child"):
             measure.run_variants([changed])

@@ -21,10 +21,15 @@ def test_a_fix_that_does_not_run_is_reported_with_its_error_and_fails(tmp_path, 
     assert not (tmp_path / "progress").exists()  # an instructor's re-run records nothing
 
 
-@pytest.mark.parametrize("args, said", [(["nope", "x.py"], "no exercise named 'nope'"),
-                                        (["start/warmup", "missing.py"], "no file missing.py"),
-                                        (["start/warmup"], "give an exercise and a file"),
-                                        (["--warm", "start/warmup", "nope"], "no exercise named 'nope'")])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["nope", "x.py"], "no exercise named 'nope'"),
+        (["start/warmup", "missing.py"], "no file missing.py"),
+        (["start/warmup"], "give an exercise and a file"),
+        (["--warm", "start/warmup", "nope"], "no exercise named 'nope'"),
+    ],
+)
 def test_a_wrong_name_or_file_says_what_is_wrong(capsys, args, said):
     with pytest.raises(SystemExit) as exited:
         main(args)

@@ -38,13 +38,15 @@ def test_the_scan_finds_each_kind_of_spoiler_and_forgives_what_a_hint_revealed()
     hint = first_lab + 1  # where a learner types a cell that asks
     nb.cells.insert(hint, nbformat.v4.new_code_cell('trainlab.checks.get("debugging/nc_7").hint()'))
     question = CAUSES["missing-zero-grad"].question
-    for leak, found in (("Look at `missing-zero-grad` here", "cause id 'missing-zero-grad'"),
-                        ("Category: data, optimizer", "a category list"),
-                        ("x = 1  # BUG[labels-misaligned]", "a fix marker"),
-                        (f"try this:\n    {fixed_line}", "a line of debugging/nc_7's fix"),
-                        (f"{question} (apply its fix)", "the question that tests"),  # a widget's label, as its text form shows it
-                        ("The answers are in `docs/debugging_labs.md`", "a file that holds answers"),
-                        ("Open `labs/debugging/nc_7.py`, then `solutions/01_debugging.ipynb`", "a file that holds answers")):
+    for leak, found in (
+        ("Look at `missing-zero-grad` here", "cause id 'missing-zero-grad'"),
+        ("Category: data, optimizer", "a category list"),
+        ("x = 1  # BUG[labels-misaligned]", "a fix marker"),
+        (f"try this:\n    {fixed_line}", "a line of debugging/nc_7's fix"),
+        (f"{question} (apply its fix)", "the question that tests"),  # a widget's label, as its text form shows it
+        ("The answers are in `docs/debugging_labs.md`", "a file that holds answers"),
+        ("Open `labs/debugging/nc_7.py`, then `solutions/01_debugging.ipynb`", "a file that holds answers"),
+    ):
         leaky = copy.deepcopy(nb)
         leaky.cells.insert(first_lab, nbformat.v4.new_markdown_cell(leak))
         assert any(found in p for p in spoilers.scan(leaky)), leak
@@ -58,8 +60,12 @@ def test_the_scan_finds_each_kind_of_spoiler_and_forgives_what_a_hint_revealed()
     menu.cells.insert(first_lab, nbformat.v4.new_markdown_cell("; ".join(c.question for c in CAUSES.values())))
     assert spoilers.scan(menu) == []
     on_the_way = copy.deepcopy(nb)  # a cell after the exercise that runs its fix whatever the learner did
-    on_the_way.cells.insert(first_lab + 1, nbformat.v4.new_code_cell(
-        'run_variants([{"name": "fixed", "source": labs.source("debugging/nc_7", fixed=True)}])'))
+    on_the_way.cells.insert(
+        first_lab + 1,
+        nbformat.v4.new_code_cell(
+            'run_variants([{"name": "fixed", "source": labs.source("debugging/nc_7", fixed=True)}])'
+        ),
+    )
     assert any("runs debugging/nc_7's fix" in p for p in spoilers.scan(on_the_way))
     output = copy.deepcopy(nb)  # an executed output counts as much as the source
     output.cells[first_lab - 1].outputs = [nbformat.v4.new_output("stream", text="labels-misaligned!")]
@@ -124,8 +130,9 @@ def test_every_cause_a_single_process_rule_reports_is_on_the_menu_with_an_experi
     # causes are what critical and warning findings name; info findings (update sizes, the control run) are
     # context; the registry says which ids are causes and which severities each takes (tests/doctor/test_causes.py)
     off_menu = {c.id for c in causes.ALL.values() if c.role == "cause" and not c.question}
-    assert off_menu == {"loss-at-init", "crash"} | {c.id for c in causes.ALL.values() if c.category == "distributed"} \
-        | {"rank-did-not-finish"}, off_menu
+    assert off_menu == {"loss-at-init", "crash"} | {
+        c.id for c in causes.ALL.values() if c.category == "distributed"
+    } | {"rank-did-not-finish"}, off_menu
     for name in labs.names(*labs.TRAINING):
         assert set(labs.get(name).causes) <= set(causes.CAUSES), name
     for cause in causes.CAUSES.values():
@@ -133,19 +140,26 @@ def test_every_cause_a_single_process_rule_reports_is_on_the_menu_with_an_experi
         assert cause.question.endswith("?") and cause.category in causes.CATEGORIES
 
 
-@pytest.mark.parametrize("text, ids", [
-    *((text, [cause]) for cause, texts in phrasings.BY_CAUSE.items() for text in texts),
-    *phrasings.TWO_CAUSES, *phrasings.DISMISSED_THEN_NAMED, *((text, None) for text in phrasings.NOTHING),
-    ("the labels do not match the images after the shuffle", ["labels-misaligned"]),
-    ("optimizer.zero_grad is never called, gradients accumulate", ["missing-zero-grad"]),
-    ("labels shuffled separately from the images, and zero_grad is missing",
-     ["labels-misaligned", "missing-zero-grad"]),  # a two-cause diagnosis in words
-    ("exploding gradients", ["lr-too-high"]),
-    ("torch.compile is slow", None),  # "pil" inside "compile" names nothing
-    ("the loss is nan", None),  # a symptom, not a cause
-    ("weights blow up", None),
-    ("labels-misaligned and host-syncs-in-loop", ["labels-misaligned", "host-syncs-in-loop"]),
-])
+@pytest.mark.parametrize(
+    "text, ids",
+    [
+        *((text, [cause]) for cause, texts in phrasings.BY_CAUSE.items() for text in texts),
+        *phrasings.TWO_CAUSES,
+        *phrasings.DISMISSED_THEN_NAMED,
+        *((text, None) for text in phrasings.NOTHING),
+        ("the labels do not match the images after the shuffle", ["labels-misaligned"]),
+        ("optimizer.zero_grad is never called, gradients accumulate", ["missing-zero-grad"]),
+        (
+            "labels shuffled separately from the images, and zero_grad is missing",
+            ["labels-misaligned", "missing-zero-grad"],
+        ),  # a two-cause diagnosis in words
+        ("exploding gradients", ["lr-too-high"]),
+        ("torch.compile is slow", None),  # "pil" inside "compile" names nothing
+        ("the loss is nan", None),  # a symptom, not a cause
+        ("weights blow up", None),
+        ("labels-misaligned and host-syncs-in-loop", ["labels-misaligned", "host-syncs-in-loop"]),
+    ],
+)
 def test_free_text_names_causes_by_their_own_words_or_is_refused_clearly(text, ids):
     if ids is None:
         with pytest.raises(ValueError, match="no cause matches"):
@@ -172,6 +186,7 @@ def fresh_session(monkeypatch):
     monkeypatch.setattr(help_record, "HELP", {})
     monkeypatch.setattr(investigate, "LOG", [])
     from trainlab.checks import locks
+
     monkeypatch.setattr(help_record, "DOCTOR_READ", [])
     monkeypatch.setattr(locks, "PASSED", set())
     monkeypatch.setattr(locks, "RAN", set())
@@ -182,15 +197,26 @@ def _saw(lab, *experiments):
         investigate.LOG.append(investigate.Evidence(labs.resolve(lab), experiment, "a reading"))
 
 
-@pytest.mark.parametrize("stated, evidence, fix, head", [
-    (["labels-misaligned", "missing-zero-grad"], ["label-test", "gradient-freshness"], "fixed",
-     "Diagnosis right, fix correct"),
-    (["labels-misaligned", "missing-zero-grad"], ["label-test", "gradient-freshness"], "not yet",
-     "Diagnosis right, fix incorrect"),
-    (["labels-misaligned"], ["label-test"], "fixed", "Diagnosis wrong, fix correct"),  # one of two causes
-    (["lr-too-high"], ["lr-range-test"], "not yet", "Diagnosis wrong, fix incorrect"),
-    (["labels-misaligned", "missing-zero-grad"], ["time-split"], "fixed", "Diagnosis wrong, fix correct"),
-])
+@pytest.mark.parametrize(
+    "stated, evidence, fix, head",
+    [
+        (
+            ["labels-misaligned", "missing-zero-grad"],
+            ["label-test", "gradient-freshness"],
+            "fixed",
+            "Diagnosis right, fix correct",
+        ),
+        (
+            ["labels-misaligned", "missing-zero-grad"],
+            ["label-test", "gradient-freshness"],
+            "not yet",
+            "Diagnosis right, fix incorrect",
+        ),
+        (["labels-misaligned"], ["label-test"], "fixed", "Diagnosis wrong, fix correct"),  # one of two causes
+        (["lr-too-high"], ["lr-range-test"], "not yet", "Diagnosis wrong, fix incorrect"),
+        (["labels-misaligned", "missing-zero-grad"], ["time-split"], "fixed", "Diagnosis wrong, fix correct"),
+    ],
+)
 def test_diagnosis_and_fix_are_graded_apart(fresh_session, stated, evidence, fix, head):
     lab = "debugging/nc_7"
     _saw(lab, "label-test", "gradient-freshness", "time-split", "lr-range-test")
@@ -258,8 +284,15 @@ def test_working_copies_are_created_once_never_overwritten_and_flagged_when_the_
     shipped.mkdir()
 
     def notebook(text):
-        return json.dumps({"cells": [{"id": "generated-notice", "cell_type": "markdown", "source": "generated"},
-                                     {"id": "x", "cell_type": "markdown", "source": text}], "metadata": {}})
+        return json.dumps(
+            {
+                "cells": [
+                    {"id": "generated-notice", "cell_type": "markdown", "source": "generated"},
+                    {"id": "x", "cell_type": "markdown", "source": text},
+                ],
+                "metadata": {},
+            }
+        )
 
     (shipped / "00_a.ipynb").write_text(notebook("shipped a"))
     assert workspace.sync(work, shipped) == (["00_a.ipynb"], [])
@@ -369,11 +402,17 @@ def test_no_widget_shown_before_a_lab_names_its_answer(name, monkeypatch):
     from trainlab.checks import exercises
     from trainlab.debugging.diagnosis import DiagnosisForm
 
-    widgets = [widget_texts(w, monkeypatch) for w in (HypothesisPanel(name, max_steps=1), DiagnosisForm(name),
-                                                      exercises.get(name).help())]
+    widgets = [
+        widget_texts(w, monkeypatch)
+        for w in (HypothesisPanel(name, max_steps=1), DiagnosisForm(name), exercises.get(name).help())
+    ]
     assert any("Next hint" in t for t in widgets[2]) and any("[labels-misaligned]" in t for t in widgets[1])
-    nb = nbformat.v4.new_notebook(cells=[*(nbformat.v4.new_markdown_cell("\n".join(texts)) for texts in widgets),
-                                         nbformat.v4.new_code_cell(f"%%lab {name}\n{labs.source(name)}")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            *(nbformat.v4.new_markdown_cell("\n".join(texts)) for texts in widgets),
+            nbformat.v4.new_code_cell(f"%%lab {name}\n{labs.source(name)}"),
+        ]
+    )
     assert spoilers.scan(nb, name) == []  # each widget read on its own: one's full menu cannot hide another's leak
 
 
@@ -385,4 +424,6 @@ def test_a_right_diagnosis_may_cite_an_experiment_of_the_same_category_as_contex
     assert grade.right and "also cited, as context: loss-inputs" in grade.message, grade.message
     diagnosis.STATED.clear()
     diagnosis.state(lab, causes=["unstable-loss"], evidence=["first-nonfinite", "host-reads"])  # another category
-    assert not diagnosis.grade(lab).right and "host-reads cannot show any cause you named" in diagnosis.grade(lab).message
+    assert (
+        not diagnosis.grade(lab).right and "host-reads cannot show any cause you named" in diagnosis.grade(lab).message
+    )

@@ -66,8 +66,10 @@ def test_the_byte_widget_starts_where_the_sweep_measured():
     from trainlab.sparse import plots
 
     controls = []
-    with mock.patch("ipywidgets.interactive_output", lambda f, c: controls.append(c) or ipywidgets.Output()), \
-            mock.patch("IPython.display.display"):
+    with (
+        mock.patch("ipywidgets.interactive_output", lambda f, c: controls.append(c) or ipywidgets.Output()),
+        mock.patch("IPython.display.display"),
+    ):
         plots.bytes_widget(sweep={"world_size": 2, "overlap": 0.0, "size": 1 << 10, "rows": []})
     assert controls[0]["ranks"].value == 2
 
@@ -109,11 +111,15 @@ def test_a_wrong_fix_on_a_two_cause_lab_says_how_many_problems_still_show():
             if self.seen:
                 raise Incorrect(self.seen)
 
-    both = LabExercise("debugging/nc_7", mechanisms={"labels-misaligned": Shows("labels predict nothing"),
-                                                     "missing-zero-grad": Shows("stale .grad")})
+    both = LabExercise(
+        "debugging/nc_7",
+        mechanisms={"labels-misaligned": Shows("labels predict nothing"), "missing-zero-grad": Shows("stale .grad")},
+    )
     with pytest.raises(Incorrect, match=r"labels predict nothing; and stale \.grad \(2 of the 2 problems"):
         both.judge_mechanisms({}, {})
-    one = LabExercise("debugging/nc_7", mechanisms={"labels-misaligned": Shows(None), "missing-zero-grad": Shows("stale .grad")})
+    one = LabExercise(
+        "debugging/nc_7", mechanisms={"labels-misaligned": Shows(None), "missing-zero-grad": Shows("stale .grad")}
+    )
     with pytest.raises(Incorrect, match=r"^stale \.grad \(1 of the 2 problems this check measures still shows\)$"):
         one.judge_mechanisms({}, {})
 
@@ -135,12 +141,14 @@ def test_a_lab_cells_traceback_names_the_line_jupyterlab_shows(monkeypatch):
 def test_the_checklists_lr_range_reading_suggests_a_rate_only_where_the_loss_fell():
     from trainlab.debugging.investigate import _lr_range
 
-    lrs = [1e-4 * 1.2 ** i for i in range(60)]
-    flat = {"lr_range": {"lr": lrs, "loss": [2.30] * 50 + [2.3 * 1.5 ** k for k in range(10)]}, "lr": [0.05]}
+    lrs = [1e-4 * 1.2**i for i in range(60)]
+    flat = {"lr_range": {"lr": lrs, "loss": [2.30] * 50 + [2.3 * 1.5**k for k in range(10)]}, "lr": [0.05]}
     text = _lr_range(flat)
     assert "suggests no rate" in text and "None" not in text and "diverges from lr" in text, text
-    falling = {"lr_range": {"lr": lrs, "loss": [2.3 - 0.03 * i for i in range(40)] + [1.1 * 1.6 ** k for k in range(20)]},
-               "lr": [0.05]}
+    falling = {
+        "lr_range": {"lr": lrs, "loss": [2.3 - 0.03 * i for i in range(40)] + [1.1 * 1.6**k for k in range(20)]},
+        "lr": [0.05],
+    }
     assert "read off the curve: about" in _lr_range(falling) and "the script uses 0.05" in _lr_range(falling)
 
 
@@ -155,5 +163,7 @@ def test_a_report_computed_in_another_data_order_is_kept_and_one_computed_on_a_q
     kept.judge({"steps": 120, "tensors": {"seen": [3001.0, 3140.0, 3077.0, 3002.0]}}, ref)  # reshuffled: fine
     with pytest.raises(Incorrect, match=r"sums to 3055; the shipped script's computation gives 12220"):
         kept.judge({"steps": 120, "tensors": {"seen": [768.0, 775.0, 762.0, 750.0]}}, ref)
-    with pytest.raises(Incorrect, match=r"entry 3 of `seen` is 70; .* \(98% apart\)"):  # the same total, classes swapped
+    with pytest.raises(
+        Incorrect, match=r"entry 3 of `seen` is 70; .* \(98% apart\)"
+    ):  # the same total, classes swapped
         kept.judge({"steps": 120, "tensors": {"seen": [6000.0, 3100.0, 3050.0, 70.0]}}, ref)

@@ -70,13 +70,19 @@ def test_named_fixes_apply_alone_or_together(lab_dir):
         labs.source("missing")
 
 
-@pytest.mark.parametrize("change, message", [
-    (("#+[no-print] print", "#+ print"), "lab.py:10: unnamed fix marker"),
-    (("# BUG[lr-too-high]", "# BUG"), "lab.py:7: unnamed fix marker"),
-    (("#+[no-print]", "#+[typo]"), "fix 'typo' is not declared"),
-    (("#|     is printed\n", "#|     is printed\n#| cause unused (data): never fixed\n"), "'unused'] have no marked"),
-    (("#| report: the loss is NaN\n", ""), "no 'report:' line"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("#+[no-print] print", "#+ print"), "lab.py:10: unnamed fix marker"),
+        (("# BUG[lr-too-high]", "# BUG"), "lab.py:7: unnamed fix marker"),
+        (("#+[no-print]", "#+[typo]"), "fix 'typo' is not declared"),
+        (
+            ("#|     is printed\n", "#|     is printed\n#| cause unused (data): never fixed\n"),
+            "'unused'] have no marked",
+        ),
+        (("#| report: the loss is NaN\n", ""), "no 'report:' line"),
+    ],
+)
 def test_format_errors_name_the_file_and_line(lab_dir, change, message):
     (lab_dir / "lab.py").write_text(DEMO.replace(*change))
     with pytest.raises(labs.LabFormatError, match=message):

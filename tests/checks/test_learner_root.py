@@ -38,7 +38,9 @@ def test_a_lab_script_in_the_root_is_the_shipped_script_and_an_edited_one_is_kep
 def test_the_scan_sees_a_header_a_marker_and_a_cause_id():
     raw = labs.raw("debugging/nc_7")
     found = spoilers.scan_file(raw, "labs/debugging/nc_7.py")
-    assert any("header" in p for p in found) and any("marker" in p for p in found) and any("cause id" in p for p in found)
+    assert (
+        any("header" in p for p in found) and any("marker" in p for p in found) and any("cause id" in p for p in found)
+    )
 
 
 def test_drills_write_clean_scripts():

@@ -21,6 +21,7 @@ class Kernel:
             def raise_error(self):
                 if source in kernel.failing:
                     raise RuntimeError(f"the cell {source!r} failed")
+
         return Result()
 
 
@@ -29,10 +30,14 @@ def solution(tmp_path, monkeypatch):
     def cell(source, *labs, id_):
         return nbformat.v4.new_code_cell(source, id=id_, metadata={"tags": [f"opens-after:{lab}" for lab in labs]})
 
-    nb = nbformat.v4.new_notebook(cells=[
-        cell("a = 1", "debugging/nc_1", id_="after-nc1"), cell("b = 2", "debugging/nc_2", id_="after-nc2"),
-        nbformat.v4.new_code_cell("print('not locked')", id="plain"),
-        cell("answer = a + b", "debugging/nc_1", "debugging/nc_2", id_="answer")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            cell("a = 1", "debugging/nc_1", id_="after-nc1"),
+            cell("b = 2", "debugging/nc_2", id_="after-nc2"),
+            nbformat.v4.new_code_cell("print('not locked')", id="plain"),
+            cell("answer = a + b", "debugging/nc_1", "debugging/nc_2", id_="answer"),
+        ]
+    )
     nbformat.write(nb, tmp_path / "99_demo.ipynb")
     monkeypatch.setattr(locks.paths, "SOLUTIONS", tmp_path)
     monkeypatch.setattr(locks, "PASSED", set())

@@ -6,8 +6,14 @@ import pytest
 from trainlab.checks.core import Incorrect
 from trainlab.checks.lab import LabExercise
 from trainlab.checks import mechanisms
-from trainlab.checks.mechanisms import (BY_CAUSE, GraphsReleased, InputsNormalised, Learns, LossGradientMatches,
-                                        UpdatesKept)
+from trainlab.checks.mechanisms import (
+    BY_CAUSE,
+    GraphsReleased,
+    InputsNormalised,
+    Learns,
+    LossGradientMatches,
+    UpdatesKept,
+)
 from trainlab.debugging.exercises import EXERCISES
 from trainlab.doctor import causes
 
@@ -26,10 +32,16 @@ def test_each_category_file_judges_only_its_own_causes_and_nothing_twice():
     assert all(isinstance(ms, tuple) and ms and all(callable(m.judge) for m in ms) for ms in BY_CAUSE.values())
 
 
-@pytest.mark.parametrize("stats, passes", [(NORMALISED, True), ({"mean": -0.05, "std": 1.1}, True),
-                                           ({"mean": 0.47, "std": 0.25}, False),  # pixel values in [0, 1]
-                                           ({"mean": -0.03, "std": 0.25}, False),  # centred, not scaled
-                                           ({"mean": 120.0, "std": 64.0}, False)])  # 0-255
+@pytest.mark.parametrize(
+    "stats, passes",
+    [
+        (NORMALISED, True),
+        ({"mean": -0.05, "std": 1.1}, True),
+        ({"mean": 0.47, "std": 0.25}, False),  # pixel values in [0, 1]
+        ({"mean": -0.03, "std": 0.25}, False),  # centred, not scaled
+        ({"mean": 120.0, "std": 64.0}, False),
+    ],
+)  # 0-255
 def test_inputs_are_judged_against_the_solutions_normalised_input(stats, passes):
     judge = lambda: InputsNormalised().judge({"root_input": stats}, {"root_input": NORMALISED})  # noqa: E731
     if passes:
@@ -56,7 +68,9 @@ def test_the_loss_is_judged_by_its_gradient_at_the_logits_in_any_scale():
 def test_graphs_are_judged_by_the_tensors_that_hold_them_and_by_saved_memory():
     ref = {"saved_growth_per_step": 0.0, "graph_nodes_kept_after_step": [0, 0, 1, 1]}  # a node made before the loop
     GraphsReleased().judge(dict(ref), ref)
-    with pytest.raises(Incorrect, match="after step 4, 6 nodes of the autograd graphs of earlier steps were still alive"):
+    with pytest.raises(
+        Incorrect, match="after step 4, 6 nodes of the autograd graphs of earlier steps were still alive"
+    ):
         GraphsReleased().judge({"saved_growth_per_step": 0.0, "graph_nodes_kept_after_step": [0, 0, 3, 6]}, ref)
     with pytest.raises(Incorrect, match="grows by 5.0 MB"):
         GraphsReleased().judge({"saved_growth_per_step": 5e6, "graph_nodes_kept_after_step": [0, 0, 0, 0]}, ref)

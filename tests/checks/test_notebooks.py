@@ -31,18 +31,24 @@ def test_committed_notebooks_carry_no_outputs():
 def test_every_module_tests_its_notebook():
     from trainlab.paths import REPO
 
-    tested = {line.split('"')[1] for p in (REPO / "tests").glob("*/test_notebook.py")
-              for line in p.read_text().splitlines() if line.startswith("NOTEBOOK = ")}
+    tested = {
+        line.split('"')[1]
+        for p in (REPO / "tests").glob("*/test_notebook.py")
+        for line in p.read_text().splitlines()
+        if line.startswith("NOTEBOOK = ")
+    }
     assert len(tested) == len(list((REPO / "tests").glob("*/test_notebook.py")))
     assert tested == set(NAMES)
 
 
 def test_learner_version_hides_solutions_and_names_its_source():
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("x = 1\n# BEGIN SOLUTION\nsecret = 42\n# END SOLUTION\ncheck(x)"),
-        nbformat.v4.new_markdown_cell("The answer is 42.", metadata={"tags": ["solution"]}),
-        nbformat.v4.new_code_cell("%%lab warmup\nold text"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1\n# BEGIN SOLUTION\nsecret = 42\n# END SOLUTION\ncheck(x)"),
+            nbformat.v4.new_markdown_cell("The answer is 42.", metadata={"tags": ["solution"]}),
+            nbformat.v4.new_code_cell("%%lab warmup\nold text"),
+        ]
+    )
     learner = notebooks.learner_version(nb, SOLUTIONS / "99_demo.ipynb")
     notice, code, answer, lab = learner.cells
     assert "solutions/99_demo.ipynb" in notice.source
@@ -57,25 +63,39 @@ def test_learner_version_hides_solutions_and_names_its_source():
 def test_the_cells_a_learner_run_skips_match_the_solution(name):
     cut = differing_cells(name)
     assert "parameters" in cut.cells[0].metadata.get("tags", [])
-    differing = [c for c in cut.cells[1:]  # the setup cells (tagged, or the generic one) are what the rest needs
-                 if "setup" not in c.metadata.get("tags", []) and c.source != SETUP_CELL]
+    differing = [
+        c
+        for c in cut.cells[1:]  # the setup cells (tagged, or the generic one) are what the rest needs
+        if "setup" not in c.metadata.get("tags", []) and c.source != SETUP_CELL
+    ]
     solution = nbformat.read(SOLUTIONS / name, as_version=4)
-    has_exercises = any(c.cell_type == "code" and (c.source.startswith("%%lab") or "# BEGIN SOLUTION" in c.source)
-                        for c in solution.cells)
+    has_exercises = any(
+        c.cell_type == "code" and (c.source.startswith("%%lab") or "# BEGIN SOLUTION" in c.source)
+        for c in solution.cells
+    )
     assert bool(differing) == has_exercises  # a notebook without exercises (yet) has nothing to hide
     by_id = {c.get("id"): c for c in solution.cells}
     for c in differing:  # a lab cell, a cell whose solution block went, or a locked cell's call
         shipped = by_id[c.get("id")]
-        assert (c.source.startswith("%%lab") or "# BEGIN SOLUTION" in shipped.source
-                or (notebooks.opens_after(shipped) and "trainlab.checks.unlock(" in c.source)), c.source[:200]
+        assert (
+            c.source.startswith("%%lab")
+            or "# BEGIN SOLUTION" in shipped.source
+            or (notebooks.opens_after(shipped) and "trainlab.checks.unlock(" in c.source)
+        ), c.source[:200]
 
 
 def test_learner_version_drops_solution_only_blocks_and_locks_what_explains_a_fix():
-    locked = nbformat.v4.new_code_cell("say(f'the fix made it {speedup:.1f}x faster')",
-                                       metadata={"tags": ["opens-after:debugging/slow_3"]})
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("diagnosis.form(LAB)\n# BEGIN SOLUTION ONLY\ndiagnosis.state(LAB, ...)\n# END SOLUTION ONLY"),
-        locked])
+    locked = nbformat.v4.new_code_cell(
+        "say(f'the fix made it {speedup:.1f}x faster')", metadata={"tags": ["opens-after:debugging/slow_3"]}
+    )
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "diagnosis.form(LAB)\n# BEGIN SOLUTION ONLY\ndiagnosis.state(LAB, ...)\n# END SOLUTION ONLY"
+            ),
+            locked,
+        ]
+    )
     _, form, lock = notebooks.learner_version(nb, SOLUTIONS / "99_demo.ipynb").cells
     assert form.source == "diagnosis.form(LAB)"  # no "# YOUR CODE HERE" under a widget
     assert "speedup" not in lock.source and f"trainlab.checks.unlock('99_demo', {locked.id!r})" in lock.source

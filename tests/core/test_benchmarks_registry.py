@@ -25,7 +25,8 @@ def test_every_runnable_file_is_a_benchmark_or_a_tool_with_its_reason():
     assert not declared & tools, f"both a benchmark and a tool: {sorted(declared & tools)}"
     assert runnable == declared | tools, (
         f"declare SUITE and SECTION in {sorted(runnable - declared - tools)}, or list them in registry.TOOLS with "
-        f"why make bench leaves them out; gone: {sorted((declared | tools) - runnable)}")
+        f"why make bench leaves them out; gone: {sorted((declared | tools) - runnable)}"
+    )
     assert all(reason.strip() for reason in registry.TOOLS.values())
 
 

@@ -7,8 +7,16 @@ from tests.conftest import MAX_SLOWER, OVER_BUDGET, budget, machine_speed
 # 1.75-2.4x its share (median 1.98; bfloat16 autocast is slow on its AVX2 cores). The suite has changed since, so
 # its seconds no longer compare: the machine is today's shares times ratios spread over that range (which area
 # got which is arbitrary; conftest's median of these eight is about 2.0)
-SLOW_RATIOS = {"debugging": 2.4, "fsdp": 1.75, "drill": 2.1, "kernels": 1.9, "sparse": 1.98, "checks": 2.2,
-               "core": 1.8, "start": 2.3}
+SLOW_RATIOS = {
+    "debugging": 2.4,
+    "fsdp": 1.75,
+    "drill": 2.1,
+    "kernels": 1.9,
+    "sparse": 1.98,
+    "checks": 2.2,
+    "core": 1.8,
+    "start": 2.3,
+}
 SLOW_MACHINE = {area: ratio * budget()[area] for area, ratio in SLOW_RATIOS.items()}
 
 

@@ -52,8 +52,10 @@ def test_self_hosted_gpu_runners_cover_one_and_several_gpus():
 
 def test_every_definition_calls_only_targets_that_exist():
     targets = make_targets()
-    texts = {p.name: p.read_text()
-             for p in [*WORKFLOWS.glob("*.yml"), REPO / ".ci" / "run", REPO / ".ci" / "slurm_gpu.sbatch"]}
+    texts = {
+        p.name: p.read_text()
+        for p in [*WORKFLOWS.glob("*.yml"), REPO / ".ci" / "run", REPO / ".ci" / "slurm_gpu.sbatch"]
+    }
     for name, text in texts.items():
         called = called_targets(text)
         assert called, f"{name} calls no make target"
@@ -69,7 +71,12 @@ def test_the_slurm_script_asks_for_gpus_and_runs_the_gpu_targets():
 
 
 def test_the_gpu_check_refuses_a_machine_without_a_gpu():
-    result = subprocess.run([sys.executable, "-m", "benchmarks.tools.gpu_check"], cwd=REPO, capture_output=True,
-                            text=True, timeout=120,
-                            env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.tools.gpu_check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     assert result.returncode == 2 and "no CUDA GPU is visible" in result.stderr, result.stderr

@@ -20,8 +20,11 @@ def newer_names_used(text, where):
     found, tree = [], ast.parse(text)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
-            found += [(f"{where}:{node.lineno}", f"{node.module}.{a.name}") for a in node.names
-                      if a.name in SINCE.get(node.module, ())]
+            found += [
+                (f"{where}:{node.lineno}", f"{node.module}.{a.name}")
+                for a in node.names
+                if a.name in SINCE.get(node.module, ())
+            ]
         elif isinstance(node, ast.Attribute):
             chain, inner = [node.attr], node.value
             while isinstance(inner, ast.Attribute):
@@ -54,11 +57,15 @@ def test_no_module_but_compat_uses_an_api_newer_than_torch_2_11():
 
 def test_the_scan_finds_newer_names_however_they_are_spelled():
     assert SINCE["torch.nn.functional"] == ["linear_cross_entropy"]  # measured: 2.11 -> 2.14.1
-    text = ("import torch\nimport torch.nn.functional as F\nfrom torch.nn import LinearCrossEntropyLoss\n"
-            "F.linear_cross_entropy(x, w, y)\ntorch.nn.functional.linear_cross_entropy(x, w, y)\nF.cross_entropy(x, y)\n")
+    text = (
+        "import torch\nimport torch.nn.functional as F\nfrom torch.nn import LinearCrossEntropyLoss\n"
+        "F.linear_cross_entropy(x, w, y)\ntorch.nn.functional.linear_cross_entropy(x, w, y)\nF.cross_entropy(x, y)\n"
+    )
     assert [name for _, name in newer_names_used(text, "demo")] == [
-        "torch.nn.LinearCrossEntropyLoss", "torch.nn.functional.linear_cross_entropy",
-        "torch.nn.functional.linear_cross_entropy"]
+        "torch.nn.LinearCrossEntropyLoss",
+        "torch.nn.functional.linear_cross_entropy",
+        "torch.nn.functional.linear_cross_entropy",
+    ]
 
 
 def test_compat_exposes_what_differs_between_versions():

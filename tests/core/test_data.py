@@ -141,7 +141,7 @@ def test_crop_flip_matches_a_per_sample_reference():
     out = crop_flip(x, dy, dx, flip)
     padded = torch.nn.functional.pad(x, (4, 4, 4, 4))
     for i in range(6):
-        ref = padded[i, :, dy[i]:dy[i] + 8, dx[i]:dx[i] + 8]
+        ref = padded[i, :, dy[i] : dy[i] + 8, dx[i] : dx[i] + 8]
         ref = ref.flip(-1) if flip[i] else ref
         assert torch.equal(out[i], ref)
     assert out.is_contiguous(memory_format=torch.channels_last)
@@ -153,16 +153,18 @@ def test_device_loader_normalises_shuffles_and_shards(device):
     xs, ys = zip(*loader)
     x = torch.cat(xs)
     assert len(xs) == 10 and x.dtype == torch.float32 and x.device.type == torch.device(device).type
-    plain = torch.cat([x for x, _ in DeviceLoader(images.train_x, images.train_y, 100, mean=images.mean,
-                                                   std=images.std, train=False)])
+    plain = torch.cat(
+        [x for x, _ in DeviceLoader(images.train_x, images.train_y, 100, mean=images.mean, std=images.std, train=False)]
+    )
     assert abs(plain.mean().item()) < 0.01 and abs(plain.std().item() - 1) < 0.01  # normalised
     assert (x == plain.min()).float().mean() > 0.05  # zero padding of the random crops shows
     loader.set_epoch(1)
     assert not torch.equal(torch.cat(ys), torch.cat([y for _, y in loader]))  # reshuffled per epoch
     test = DeviceLoader(images.test_x, images.test_y, 64, mean=images.mean, std=images.std, train=False)
     assert sum(len(y) for _, y in test) == 200  # evaluation keeps the last partial batch
-    shard = DeviceLoader(images.train_x, images.train_y, 50, mean=images.mean, std=images.std,
-                         indices=range(0, 1000, 2))
+    shard = DeviceLoader(
+        images.train_x, images.train_y, 50, mean=images.mean, std=images.std, indices=range(0, 1000, 2)
+    )
     assert len(shard) == 10
 
 
@@ -171,8 +173,10 @@ def test_rank_shards_together_are_the_single_process_batches(world_size):
     images = load_images(DataConfig(dataset="synthetic", n_train=1000, n_test=200))
     stats = dict(mean=images.mean, std=images.std)
     single = DeviceLoader(images.train_x, images.train_y, 12 * world_size, **stats)
-    ranks = [DeviceLoader(images.train_x, images.train_y, 12, rank=r, world_size=world_size, **stats)
-             for r in range(world_size)]
+    ranks = [
+        DeviceLoader(images.train_x, images.train_y, 12, rank=r, world_size=world_size, **stats)
+        for r in range(world_size)
+    ]
     for loader in (single, *ranks):
         loader.set_epoch(3)
     assert len({len(r) for r in ranks}) == 1 and len(ranks[0]) == len(single)
@@ -182,8 +186,10 @@ def test_rank_shards_together_are_the_single_process_batches(world_size):
         # the same images, augmented the same way (augmentation is seeded by sample index)
         torch.testing.assert_close(got.sum((1, 2, 3)).sort().values, x.sum((1, 2, 3)).sort().values)
         assert sorted(torch.cat([batches[step][1] for batches in rank_batches]).tolist()) == sorted(y.tolist())
-    test_shards = [DeviceLoader(images.test_x, images.test_y, 64, train=False, rank=r, world_size=world_size, **stats)
-                   for r in range(world_size)]
+    test_shards = [
+        DeviceLoader(images.test_x, images.test_y, 64, train=False, rank=r, world_size=world_size, **stats)
+        for r in range(world_size)
+    ]
     assert sum(len(y) for t in test_shards for _, y in t) == 200  # evaluation: every sample on exactly one rank
     with pytest.raises(ValueError, match="rank=4 with world_size=4"):
         DeviceLoader(images.train_x, images.train_y, 12, rank=4, world_size=4, **stats)
@@ -212,18 +218,27 @@ def test_make_test_cifar_needs_the_data_and_runs_only_the_convergence_tests(tmp_
     """`pytest --data cifar10` (make test-cifar): a usage error naming `make data` without CIFAR-10, and
     one naming the file when a file is missing; with it, only tests marked convergence are selected
     (collected here: a collect-only run reads no data)."""
+
     def pytest_cifar(*args):
         env = {**os.environ, "TRAINLAB_DATA": str(tmp_path), "TRAINLAB_WARM_START": "0"}
         env.pop("PYTEST_ADDOPTS", None)  # the options of the run around this one are not this run's
-        return subprocess.run([sys.executable, "-m", "pytest", "--data", "cifar10", "-q", "-p", "no:cacheprovider",
-                               *args], cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "--data", "cifar10", "-q", "-p", "no:cacheprovider", *args],
+            cwd=paths.REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     missing = pytest_cifar("--collect-only", "tests/core/test_data.py")
     assert missing.returncode == 4 and "--data cifar10" in missing.stderr and "make data" in missing.stderr, missing
     (tmp_path / cifar.FOLDER).mkdir()  # present, but without its files: verified before any test runs
     corrupt = pytest_cifar("tests/core/test_data.py")
     assert corrupt.returncode == 4 and "data_batch_1 is missing" in corrupt.stderr, corrupt
-    found = pytest_cifar("--collect-only", "tests/core/test_loop.py", "tests/core/test_data.py", "tests/memory/test_checks.py")
+    found = pytest_cifar(
+        "--collect-only", "tests/core/test_loop.py", "tests/core/test_data.py", "tests/memory/test_checks.py"
+    )
     selected = [line for line in found.stdout.splitlines() if "::" in line]
     assert found.returncode == 0, found.stdout + found.stderr
     assert {line.split("::")[0] for line in selected} == {"tests/core/test_loop.py", "tests/memory/test_checks.py"}

@@ -63,8 +63,14 @@ def test_every_trainlab_import_in_notebooks_and_labs_resolves():
         for module, name in trainlab_imports(code):
             wanted.setdefault((module, name), where)
     assert len(wanted) > 50, "the walk found too few imports to be reading the notebooks"
-    done = subprocess.run([sys.executable, "-c", RESOLVE], input=json.dumps([[m, n, w] for (m, n), w in wanted.items()]),
-                          capture_output=True, text=True, timeout=300, env={"TRITON_INTERPRET": "1", **os.environ})
+    done = subprocess.run(
+        [sys.executable, "-c", RESOLVE],
+        input=json.dumps([[m, n, w] for (m, n), w in wanted.items()]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"TRITON_INTERPRET": "1", **os.environ},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     missing = json.loads(done.stdout.splitlines()[-1])
     assert not missing, "imports the learner's material makes that no longer resolve:\n" + "\n".join(missing)
@@ -72,7 +78,9 @@ def test_every_trainlab_import_in_notebooks_and_labs_resolves():
 
 def test_the_walk_sees_a_moved_module():
     assert list(trainlab_imports("from trainlab.gone import x\nimport trainlab.also_gone\nimport torch")) == [
-        ("trainlab.gone", "x"), ("trainlab.also_gone", None)]
+        ("trainlab.gone", "x"),
+        ("trainlab.also_gone", None),
+    ]
 
 
 EVERY_MODULE = """
@@ -92,8 +100,13 @@ print(json.dumps(broken))
 
 def test_every_module_of_the_package_imports():
     """A moved name that only an import-time expression reads (an f-string, a default argument) fails here."""
-    done = subprocess.run([sys.executable, "-c", EVERY_MODULE], capture_output=True, text=True, timeout=300,
-                          env={"TRITON_INTERPRET": "1", **os.environ})
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_MODULE],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"TRITON_INTERPRET": "1", **os.environ},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     broken = json.loads(done.stdout.splitlines()[-1])
     assert not broken, "modules that fail to import:\n" + "\n".join(broken)

@@ -14,9 +14,15 @@ from trainlab.workbook import modules
 
 def layers():
     """Each package's layer: every notebook module's package (trainlab.workbook.modules) on the fifth."""
-    return {**{tier: 0 for tier in CORE_TIERS}, "distributed": 1, "doctor": 2, "checks": 3, "drill": 4,
-            **{package: 5 for package in modules.PACKAGES},
-            "hub": 6}  # the room's server (make hub): uses the package, nothing in it uses the hub
+    return {
+        **{tier: 0 for tier in CORE_TIERS},
+        "distributed": 1,
+        "doctor": 2,
+        "checks": 3,
+        "drill": 4,
+        **{package: 5 for package in modules.PACKAGES},
+        "hub": 6,
+    }  # the room's server (make hub): uses the package, nothing in it uses the hub
 
 
 # The core's tiers: top-level modules ("core") and data/ first, then processes/ and measurement/, then workbook/.
@@ -54,23 +60,33 @@ def test_every_package_has_a_layer():
 
 
 def test_imports_point_down_the_layers():
-    wrong = [f"{file} imports {target} ({source} -> {to})" for file, source, target, to in edges()
-             if source != to and (LAYERS[to] > LAYERS[source]
-                                  or (LAYERS[to] == LAYERS[source] == 5))]  # module packages stay apart
+    wrong = [
+        f"{file} imports {target} ({source} -> {to})"
+        for file, source, target, to in edges()
+        if source != to and (LAYERS[to] > LAYERS[source] or (LAYERS[to] == LAYERS[source] == 5))
+    ]  # module packages stay apart
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
 
 
 def test_the_cores_tiers_point_down():
-    wrong = [f"{file} imports {target} ({source} -> {to})" for file, source, target, to in edges()
-             if source in CORE_TIERS and to in CORE_TIERS and source != to
-             and (CORE_TIERS[to] > CORE_TIERS[source] or CORE_TIERS[to] == CORE_TIERS[source] == 1)]
+    wrong = [
+        f"{file} imports {target} ({source} -> {to})"
+        for file, source, target, to in edges()
+        if source in CORE_TIERS
+        and to in CORE_TIERS
+        and source != to
+        and (CORE_TIERS[to] > CORE_TIERS[source] or CORE_TIERS[to] == CORE_TIERS[source] == 1)
+    ]
     assert not wrong, "imports against the core's tiers:\n" + "\n".join(wrong)
 
 
 def test_the_package_uses_the_real_names_not_the_notebooks_short_ones():
     short = {f"trainlab.{name}" for name in trainlab.SHORT_NAMES}
-    used = [f"{file} imports {target}" for file, _, target, _ in edges()
-            if target in short or target.rsplit(".", 1)[0] in short]
+    used = [
+        f"{file} imports {target}"
+        for file, _, target, _ in edges()
+        if target in short or target.rsplit(".", 1)[0] in short
+    ]
     assert not used, "inside trainlab/, import the module where it lives:\n" + "\n".join(used)
 
 
@@ -99,12 +115,14 @@ def dynamic_imports(file):
 
 
 def test_imports_by_name_only_where_declared():
-    found = {file.relative_to(paths.PACKAGE).as_posix() for file in paths.PACKAGE.rglob("*.py")
-             if any(dynamic_imports(file))}
+    found = {
+        file.relative_to(paths.PACKAGE).as_posix() for file in paths.PACKAGE.rglob("*.py") if any(dynamic_imports(file))
+    }
     assert found == DYNAMIC_IMPORTS.keys(), (
         f"imports by name in {sorted(found - DYNAMIC_IMPORTS.keys())}: import directly (the layer test reads it), "
         f"or declare the loader in DYNAMIC_IMPORTS with whose declaration it loads; "
-        f"gone from {sorted(DYNAMIC_IMPORTS.keys() - found)}")
+        f"gone from {sorted(DYNAMIC_IMPORTS.keys() - found)}"
+    )
 
 
 def test_module_exercises_are_declared_where_the_checks_load_them():

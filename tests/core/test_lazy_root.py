@@ -10,17 +10,32 @@ import pytest
 import trainlab
 
 # Modules with no torch in them: the workbook's bookkeeping, the doctor's registry and prose, the room's server.
-PURE = ("trainlab", "trainlab.workbook.labs", "trainlab.paths", "trainlab.workbook.modules", "trainlab.workbook.published", "trainlab.workbook.progress",
-        "trainlab.atomic", "trainlab.processes.runner", "trainlab.doctor.causes", "trainlab.doctor.phrases",
-        "trainlab.doctor.report", "trainlab.hub.grid", "trainlab.hub.records", "trainlab.hub.roster",
-        "trainlab.hub.state")
+PURE = (
+    "trainlab",
+    "trainlab.workbook.labs",
+    "trainlab.paths",
+    "trainlab.workbook.modules",
+    "trainlab.workbook.published",
+    "trainlab.workbook.progress",
+    "trainlab.atomic",
+    "trainlab.processes.runner",
+    "trainlab.doctor.causes",
+    "trainlab.doctor.phrases",
+    "trainlab.doctor.report",
+    "trainlab.hub.grid",
+    "trainlab.hub.records",
+    "trainlab.hub.roster",
+    "trainlab.hub.state",
+)
 
 
 def test_pure_modules_load_without_torch():
-    code = ("import importlib, sys\n"
-            f"for name in {PURE!r}:\n"
-            "    importlib.import_module(name)\n"
-            "    assert 'torch' not in sys.modules, f'importing {name} loaded torch'\n")
+    code = (
+        "import importlib, sys\n"
+        f"for name in {PURE!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    assert 'torch' not in sys.modules, f'importing {name} loaded torch'\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
 

@@ -18,8 +18,7 @@ def test_logits_shape_and_channels_last_agree(name, device):
     out = model(x)
     assert out.shape == (4, 10) and out.dtype == torch.float32
     model_cl = model.to(memory_format=torch.channels_last)
-    torch.testing.assert_close(model_cl(x.contiguous(memory_format=torch.channels_last)), out,
-                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(model_cl(x.contiguous(memory_format=torch.channels_last)), out, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["cnn", "resnet", "vit"])

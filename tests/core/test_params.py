@@ -8,16 +8,19 @@ from trainlab.workbook import params
 from trainlab.paths import REPO
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"device": "tpu"}, "parameter device='tpu' is not a device"),
-    ({"device": "cuda"}, "parameter device='cuda' but no CUDA GPU"),
-    ({"dataset": "imagenet"}, "parameter dataset='imagenet' is not known"),
-    ({"epochs": 0}, "parameter epochs=0 must be at least 1"),
-    ({"epochs": 1.5}, "parameter epochs=1.5 must be an integer"),
-    ({"seed": -1}, "parameter seed=-1 must be at least 0"),
-    ({"world_size": 0}, "parameter world_size=0 must be at least 1"),
-    ({"smoke": "yes"}, "parameter smoke='yes' must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"device": "tpu"}, "parameter device='tpu' is not a device"),
+        ({"device": "cuda"}, "parameter device='cuda' but no CUDA GPU"),
+        ({"dataset": "imagenet"}, "parameter dataset='imagenet' is not known"),
+        ({"epochs": 0}, "parameter epochs=0 must be at least 1"),
+        ({"epochs": 1.5}, "parameter epochs=1.5 must be an integer"),
+        ({"seed": -1}, "parameter seed=-1 must be at least 0"),
+        ({"world_size": 0}, "parameter world_size=0 must be at least 1"),
+        ({"smoke": "yes"}, "parameter smoke='yes' must be True or False"),
+    ],
+)
 def test_invalid_parameters_name_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         params.validate(**kwargs)

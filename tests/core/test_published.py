@@ -26,8 +26,10 @@ def test_a_link_is_read_one_way_and_its_datasheet_figure_cannot_be_divided_by():
 def test_no_code_or_notebook_reads_a_link_figure_but_through_published_link():
     links = [k for k, f in published.everything().items() if f.direction]
     sources = {p: p.read_text() for p in paths.REPO.glob("trainlab/**/*.py") if p.name != "published.py"}
-    sources |= {p: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells) for p in paths.SOLUTIONS.glob("*.ipynb")}
+    sources |= {
+        p: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells) for p in paths.SOLUTIONS.glob("*.ipynb")
+    }
     for path, text in sources.items():
         for key in links:
             for m in re.finditer(rf"[\"']{re.escape(key)}[\"']", text):
-                assert text[:m.start()].endswith("published.link("), f"{path.name} reads {key} without published.link"
+                assert text[: m.start()].endswith("published.link("), f"{path.name} reads {key} without published.link"

@@ -21,7 +21,7 @@ def listed_paths():
             continue
         names = re.split(r"\s{2,}", line.strip())[0].split()
         for name in names:
-            for expanded in ([name.replace("<module>", p) for p in modules.PACKAGES] if "<module>" in name else [name]):
+            for expanded in [name.replace("<module>", p) for p in modules.PACKAGES] if "<module>" in name else [name]:
                 found.append(f"trainlab/{expanded}" if indent == 2 else expanded)
     return found
 
@@ -44,7 +44,7 @@ def described_files():
         if indent == 2:
             first = re.split(r"\s{2,}", line.strip())[0]
             folder = first if first.endswith("/") and len(first.split()) == 1 else None
-            line = line.strip()[len(first):]
+            line = line.strip()[len(first) :]
         if folder and indent >= 2:
             yield from ((folder, name) for name in re.findall(r"\b(\w+\.py)\b", line))
 
@@ -52,14 +52,16 @@ def described_files():
 def test_files_a_package_line_describes_are_in_that_package():
     named = list(described_files())
     assert ("workbook/", "labs.py") in named and ("processes/", "runner.py") in named
-    missing = [f"{folder}{name}" for folder, name in named
-               if not list((paths.PACKAGE / folder).rglob(name))]
+    missing = [f"{folder}{name}" for folder, name in named if not list((paths.PACKAGE / folder).rglob(name))]
     assert not missing, f"the README's layout describes files that are not there: {missing}"
 
 
 def test_every_part_of_the_package_is_in_the_layout():
     listed = set(listed_paths())
-    parts = [f"trainlab/{p.name}" + ("/" if p.is_dir() else "") for p in sorted(paths.PACKAGE.iterdir())
-             if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()]
+    parts = [
+        f"trainlab/{p.name}" + ("/" if p.is_dir() else "")
+        for p in sorted(paths.PACKAGE.iterdir())
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    ]
     missing = [p for p in parts if p not in listed]
     assert not missing, f"add these to the README's layout block: {missing}"

@@ -19,8 +19,11 @@ from trainlab.checks import exercises
 # trainlab/workbook/modules.py; the rest of this recipe is what each module writes of its own, and where the docs
 # name it.
 RECIPE_NEW_MODULE = (
-    ("trainlab/workbook/modules.py", r'Module\("{number}", "{package}", "{notebook}", "{title}"',
-     "declares the module once: every list of the modules derives from MODULES"),
+    (
+        "trainlab/workbook/modules.py",
+        r'Module\("{number}", "{package}", "{notebook}", "{title}"',
+        "declares the module once: every list of the modules derives from MODULES",
+    ),
     ("trainlab/{package}/__init__.py", None, "the module's code; its docstring lists its files (test_docstrings.py)"),
     ("trainlab/{package}/exercises.py", r"^EXERCISES = ", "its exercises, which the checks load (test_layers.py)"),
     ("labs/{package}/", None, "its broken scripts, one per exercise, in labs/README.md's format"),
@@ -56,8 +59,9 @@ def lacking(module):
         where = paths.REPO / path.format(**vars(module))
         if not where.exists():
             found.append(str(where.relative_to(paths.REPO)))
-        elif pattern and not re.search(pattern.format(**fields).replace("\\ ", " ").replace(" ", r"\s+"),
-                                       where.read_text(), re.M):
+        elif pattern and not re.search(
+            pattern.format(**fields).replace("\\ ", " ").replace(" ", r"\s+"), where.read_text(), re.M
+        ):
             found.append(f"{path.format(**vars(module))}: {pattern.format(**vars(module))}")
     return found
 
@@ -128,18 +132,27 @@ RECIPE_NEW_LAB = (
     ("trainlab/{package}/exercises.py", "its exercise: hints, corpus, how it is judged"),
     ("solutions/{notebook}.ipynb", "its %%lab cell"),
 )
-RECIPES = {"a notebook module": [path for path, _, _ in RECIPE_NEW_MODULE if path not in GENERATED],
-           "a cause (an instrument measures it already)": [path for path, _ in RECIPE_NEW_CAUSE],
-           "a cause with a new instrument": [path for path, _ in RECIPE_NEW_CAUSE + RECIPE_NEW_INSTRUMENT],
-           "a lab in a module that exists": [path for path, _ in RECIPE_NEW_LAB]}
+RECIPES = {
+    "a notebook module": [path for path, _, _ in RECIPE_NEW_MODULE if path not in GENERATED],
+    "a cause (an instrument measures it already)": [path for path, _ in RECIPE_NEW_CAUSE],
+    "a cause with a new instrument": [path for path, _ in RECIPE_NEW_CAUSE + RECIPE_NEW_INSTRUMENT],
+    "a lab in a module that exists": [path for path, _ in RECIPE_NEW_LAB],
+}
 
 
 def throwaway_cause():
     from trainlab.doctor import causes
 
-    return causes.Cause("throwaway-cause", "optimizer", question="does the throwaway hold?", evidence=("update-sizes",),
-                        symptoms=("no-convergence",), mechanism="the throwaway beyond {doctor[most]:g}",
-                        fields=("throwaway",), limits={"doctor": {"most": 7.5}})
+    return causes.Cause(
+        "throwaway-cause",
+        "optimizer",
+        question="does the throwaway hold?",
+        evidence=("update-sizes",),
+        symptoms=("no-convergence",),
+        mechanism="the throwaway beyond {doctor[most]:g}",
+        fields=("throwaway",),
+        limits={"doctor": {"most": 7.5}},
+    )
 
 
 def test_a_new_cause_is_picked_up_by_every_derived_list(monkeypatch):
@@ -191,13 +204,18 @@ def test_a_new_lab_is_picked_up_by_every_derived_list(monkeypatch, tmp_path):
     (labs_folder / "debugging" / "nc_99.py").write_text(
         "#| symptom: no-convergence\n#| report: the loss stays flat\n"
         "#| cause missing-zero-grad (optimizer): gradients pile up\n"
-        '"""Train a tiny model."""\nx = 1  # BUG[missing-zero-grad]: never cleared\n#+[missing-zero-grad] x = 0\n')
+        '"""Train a tiny model."""\nx = 1  # BUG[missing-zero-grad]: never cleared\n#+[missing-zero-grad] x = 0\n'
+    )
     monkeypatch.setattr(paths, "LABS", labs_folder)
     assert "debugging/nc_99" in labs.names("debugging") and "debugging/nc_99" in progress.all_exercises()
     assert labs.fixes("debugging/nc_99") == ("missing-zero-grad",)
 
-    exercise = LabExercise("debugging/nc_99", mechanisms={"missing-zero-grad": BY_CAUSE["missing-zero-grad"]},
-                           hints=("a", "b", "c", "d"), corpus=(WrongFix("x = 2", shipped(("x = 1", "x = 2"))),))
+    exercise = LabExercise(
+        "debugging/nc_99",
+        mechanisms={"missing-zero-grad": BY_CAUSE["missing-zero-grad"]},
+        hints=("a", "b", "c", "d"),
+        corpus=(WrongFix("x = 2", shipped(("x = 1", "x = 2"))),),
+    )
     assert set(exercise.judged_causes) == set(labs.fixes("debugging/nc_99"))  # what test_labs.py requires
     cell = notebooks.lab_cell_source("%%lab debugging/nc_99\n", fixed=False)  # what `make notebooks` writes
     assert cell.startswith("%%lab debugging/nc_99\n") and "x = 1" in cell and "BUG" not in cell

@@ -40,10 +40,14 @@ def test_summary_sections_carry_their_machine_and_no_child_output():
         lines = text.splitlines()
         assert re.match(r"date=\d{4}-\d\d-\d\d, torch=[\w.+]+, python=[\d.]+, device=\w+", lines[2]), name
         machine = json.loads((RESULTS / f"{name}.json").read_text())["machine"]
-        assert lines[2] == ", ".join(f"{k}={v}" for k, v in machine.items()), \
+        assert lines[2] == ", ".join(f"{k}={v}" for k, v in machine.items()), (
             f"{name}: SUMMARY.md and {name}.json are from different runs"
-        chatter = [line for line in lines
-                   if re.match(r"(\[\w+\d*\]:?\s*)?epoch \d+ step|\[rank\d+\]|experiments: .* done", line)]
+        )
+        chatter = [
+            line
+            for line in lines
+            if re.match(r"(\[\w+\d*\]:?\s*)?epoch \d+ step|\[rank\d+\]|experiments: .* done", line)
+        ]
         assert not chatter, f"{name}: child output in SUMMARY.md: {chatter[:3]}"
 
 
@@ -51,18 +55,27 @@ def test_the_instructor_guides_times_are_generated_from_the_results():
     from benchmarks.tools import notebook_times
 
     committed = readme.block(notebook_times.DOC.read_text(), notebook_times.BEGIN, notebook_times.END)
-    assert committed == notebook_times.render_doc(notebook_times.load()), \
+    assert committed == notebook_times.render_doc(notebook_times.load()), (
         "docs/instructor.md's table differs: run `python -m benchmarks.tools.notebook_times --render-doc`"
+    )
 
 
 def test_the_times_table_has_a_column_per_device_and_names_failures():
     from benchmarks.tools import notebook_times
 
-    results = {"cpu": {"about": "date=2026-12-03, device=cpu",
-                       "rows": [{"notebook": "00_start_here", "minutes": 1.24, "error": None},
-                                {"notebook": "01_debugging", "minutes": 3.0, "error": "boom"}]},
-               "cuda": {"about": "date=2026-12-04, device=cuda",
-                        "rows": [{"notebook": "00_start_here", "minutes": 0.5, "error": None}]}}
+    results = {
+        "cpu": {
+            "about": "date=2026-12-03, device=cpu",
+            "rows": [
+                {"notebook": "00_start_here", "minutes": 1.24, "error": None},
+                {"notebook": "01_debugging", "minutes": 3.0, "error": "boom"},
+            ],
+        },
+        "cuda": {
+            "about": "date=2026-12-04, device=cuda",
+            "rows": [{"notebook": "00_start_here", "minutes": 0.5, "error": None}],
+        },
+    }
     text = notebook_times.render_doc(results)
     assert "| notebook | cpu (minutes) | cuda (minutes) |" in text
     assert "| `00_start_here` | 1.2 | 0.5 |" in text and "| `01_debugging` | failed | - |" in text

@@ -71,20 +71,23 @@ def test_hanging_child_and_its_grandchild_are_killed_at_the_time_limit(tmp_path)
 
 
 def test_child_killed_by_a_signal_names_the_signal():
-    result = runner.run_python(source="import os, signal; os.kill(os.getpid(), signal.SIGKILL)", timeout=30,
-                               stream=False)
+    result = runner.run_python(
+        source="import os, signal; os.kill(os.getpid(), signal.SIGKILL)", timeout=30, stream=False
+    )
     assert result.returncode == -9 and result.error.startswith("killed by signal SIGKILL")
 
 
 def test_failed_rank_is_named_with_its_error(tmp_path):
     script = tmp_path / "bad_rank.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch.distributed as dist
         dist.init_process_group("gloo")
         if dist.get_rank() == 1:
             raise ValueError("rank one cannot read its shard")
         dist.barrier()
-    """))
+    """)
+    )
     cleared = []  # a Python error is the script's own: never launched again
     result = runner.run_distributed(script, nproc=2, timeout=60, stream=False, retry_crash=lambda: cleared.append(1))
     assert not result.ok and result.failed_rank == 1 and cleared == [] and runner.native_crash(result) is None
@@ -95,7 +98,8 @@ def test_killed_rank_is_named_and_no_worker_survives(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "killed_rank.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import os, signal, time
         import torch.distributed as dist
         dist.init_process_group("gloo")
@@ -104,7 +108,8 @@ def test_killed_rank_is_named_and_no_worker_survives(tmp_path):
         if dist.get_rank() == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(300)  # rank 0 would wait forever
-    """))
+    """)
+    )
     result = runner.run_distributed(script, nproc=2, timeout=60, stream=False)
     assert result.failed_rank == 1 and "SIGKILL" in result.error
     for f in pids.iterdir():
@@ -134,8 +139,9 @@ def test_a_crash_inside_torch_is_named_and_launched_again_once_when_asked(tmp_pa
     assert not once.ok and once.failed_rank == 1 and "SIGSEGV" in once.error  # not asked: reported, not re-run
     assert runner.native_crash(once) == (1, signal.SIGSEGV)
     cleared = []
-    again = runner.run_distributed(script, nproc=2, args=[tmp_path / "b"], timeout=60, stream=False,
-                                   retry_crash=lambda: cleared.append(True))
+    again = runner.run_distributed(
+        script, nproc=2, args=[tmp_path / "b"], timeout=60, stream=False, retry_crash=lambda: cleared.append(True)
+    )
     assert again.ok and cleared == [True] and "SIGSEGV" in again.retried_after
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["rank"], e["signal"]) for e in entries] == [(1, "SIGSEGV")]
@@ -145,26 +151,38 @@ def test_a_crash_inside_torch_is_named_and_launched_again_once_when_asked(tmp_pa
 def torchrun_output(rank_lines, failures):
     """Output as torchrun --tee=3 prints it: each rank's lines, then its failure summary (root cause first)."""
     lines = [f"[default{rank}]:{line}" for rank, text in rank_lines.items() for line in text.splitlines()]
-    summary = [f"[{i}]:\n  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: {100 + rank})"
-               for i, (rank, code) in enumerate(failures)]
+    summary = [
+        f"[{i}]:\n  rank      : {rank} (local_rank: {rank})\n  exitcode  : {code} (pid: {100 + rank})"
+        for i, (rank, code) in enumerate(failures)
+    ]
     return "\n".join(lines + ["Failures:", *summary[1:], "Root Cause (first observed failure):", summary[0]])
 
 
 def test_a_crash_beside_a_python_error_is_the_scripts_failure_and_a_lone_crash_is_named():
-    raised = torchrun_output({0: "Traceback (most recent call last):\nValueError: shard 3 is missing",
-                              1: "Fatal Python error: Aborted"}, [(1, -6), (0, 1)])
+    raised = torchrun_output(
+        {0: "Traceback (most recent call last):\nValueError: shard 3 is missing", 1: "Fatal Python error: Aborted"},
+        [(1, -6), (0, 1)],
+    )
     result = runner._name_failed_rank(runner.Result(1, raised, 1.0))
     assert runner.native_crash(result) is None and result.failed_rank == 0  # never launched again
-    crashed = torchrun_output({0: "RuntimeError: Connection closed by peer", 1: "Fatal Python error: Segmentation fault"},
-                              [(0, 1), (1, -11)])  # torchrun saw rank 0 fail first
+    crashed = torchrun_output(
+        {0: "RuntimeError: Connection closed by peer", 1: "Fatal Python error: Segmentation fault"}, [(0, 1), (1, -11)]
+    )  # torchrun saw rank 0 fail first
     result = runner._name_failed_rank(runner.Result(1, crashed, 1.0))
     assert runner.native_crash(result) == (1, signal.SIGSEGV) and result.failed_rank == 1
     assert "SIGSEGV" in result.error
-    mismatch = torchrun_output({0: "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
-                                    "  what():  [enforce fail at pair.cc:464] op.preamble.length <= op.nbytes. 44 vs 12. "
-                                    "Is there a distributed collective mismatch in your code?\nFatal Python error: Aborted",
-                                 1: "RuntimeError: Connection closed by peer"}, [(0, -6), (1, 1)])
-    result = runner._name_failed_rank(runner.Result(1, mismatch, 1.0))  # the script's collectives disagree: its own failure
+    mismatch = torchrun_output(
+        {
+            0: "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+            "  what():  [enforce fail at pair.cc:464] op.preamble.length <= op.nbytes. 44 vs 12. "
+            "Is there a distributed collective mismatch in your code?\nFatal Python error: Aborted",
+            1: "RuntimeError: Connection closed by peer",
+        },
+        [(0, -6), (1, 1)],
+    )
+    result = runner._name_failed_rank(
+        runner.Result(1, mismatch, 1.0)
+    )  # the script's collectives disagree: its own failure
     assert runner.native_crash(result) is None and result.failed_rank == 0
     assert "gloo::EnforceNotMet" in result.error and "collective mismatch" in result.error
 
@@ -173,8 +191,10 @@ def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "hang.py"
-    script.write_text(f"import os, time\nopen(os.path.join({str(pids)!r}, os.environ['RANK']), 'w')"
-                      ".write(str(os.getpid()))\ntime.sleep(300)\n")
+    script.write_text(
+        f"import os, time\nopen(os.path.join({str(pids)!r}, os.environ['RANK']), 'w')"
+        ".write(str(os.getpid()))\ntime.sleep(300)\n"
+    )
     result = runner.run_distributed(script, nproc=2, timeout=8, stream=False)
     assert result.timed_out and "timed out" in result.error
     time.sleep(0.2)

@@ -74,10 +74,13 @@ def _event(name, ts, dur, tid=1, cat="cpu_op"):
 def test_gpu_traces_are_read_off_the_device():
     """One 100 us step: a compute kernel 0-40, an nccl kernel 30-60 (10 us of it hidden), nothing
     on the device 60-80 while the host waits in the DataLoader, and 80-100 with no reason."""
-    trace = [_event("ProfilerStep#2", 0, 100, cat="user_annotation"),
-             _event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 55, 25, cat="user_annotation"),
-             _event("aten::mm", 0, 5), _event("sm90_gemm", 0, 40, tid=7, cat="kernel"),
-             _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 30, 30, tid=8, cat="kernel")]
+    trace = [
+        _event("ProfilerStep#2", 0, 100, cat="user_annotation"),
+        _event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 55, 25, cat="user_annotation"),
+        _event("aten::mm", 0, 5),
+        _event("sm90_gemm", 0, 40, tid=7, cat="kernel"),
+        _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 30, 30, tid=8, cat="kernel"),
+    ]
     s = timeline.split({"traceEvents": trace})
     expect = {"compute": 40e-6, "communication": 20e-6, "data": 20e-6, "sync": 0.0, "idle": 20e-6}
     assert {c: s[c] for c in timeline.TIME_CATEGORIES} == pytest.approx(expect)

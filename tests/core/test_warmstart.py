@@ -41,8 +41,11 @@ def run_both(monkeypatch, **kwargs):
 @pytest.mark.parametrize("how", ["path", "relative path", "module"])
 def test_a_warm_child_sees_what_a_fresh_interpreter_sees(tmp_path, monkeypatch, how):
     (tmp_path / "probe_module.py").write_text(PROBE)
-    target = {"path": {"path": tmp_path / "probe_module.py"}, "relative path": {"path": "probe_module.py"},
-              "module": {"module": "probe_module"}}[how]
+    target = {
+        "path": {"path": tmp_path / "probe_module.py"},
+        "relative path": {"path": "probe_module.py"},
+        "module": {"module": "probe_module"},
+    }[how]
     warm, cold = run_both(monkeypatch, **target, args=["3", "x y"], env={"PROBE_VALUE": "42"}, cwd=tmp_path)
     assert warm.returncode == cold.returncode == 3
     assert observed(warm) == observed(cold)
@@ -53,10 +56,12 @@ def test_a_warm_child_sees_what_a_fresh_interpreter_sees(tmp_path, monkeypatch, 
 
 def test_a_warm_child_waits_for_its_non_daemon_threads_as_python_does(tmp_path, monkeypatch):
     # a checkpoint saved on a background thread after the main thread returns must still be written
-    source = ("import os, threading, time\n"
-              "def save():\n    time.sleep(0.5)\n"
-              "    open('saved-warm-' + os.environ.get('TRAINLAB_WARM_START', '1'), 'w').write('done')\n"
-              "threading.Thread(target=save).start()\n")
+    source = (
+        "import os, threading, time\n"
+        "def save():\n    time.sleep(0.5)\n"
+        "    open('saved-warm-' + os.environ.get('TRAINLAB_WARM_START', '1'), 'w').write('done')\n"
+        "threading.Thread(target=save).start()\n"
+    )
     warm, cold = run_both(monkeypatch, source=source, cwd=tmp_path)
     assert warm.returncode == cold.returncode == 0, warm.output + cold.output
     assert (tmp_path / "saved-warm-0").read_text() == "done"  # the fresh interpreter waited
@@ -115,7 +120,10 @@ def test_a_child_lost_with_its_fork_server_says_so_and_the_next_child_gets_a_new
 
 
 def test_only_this_interpreters_python_commands_start_warm():
-    assert warmstart.parse([sys.executable, "-m", "trainlab.measure", "a"]) == ("trainlab.measure", ["trainlab.measure", "a"])
+    assert warmstart.parse([sys.executable, "-m", "trainlab.measure", "a"]) == (
+        "trainlab.measure",
+        ["trainlab.measure", "a"],
+    )
     assert warmstart.parse([sys.executable, "train.py", "--steps", "3"]) == (None, ["train.py", "--steps", "3"])
     assert warmstart.parse([sys.executable, "-c", "print(1)"]) is None
     assert warmstart.parse(["/usr/bin/python3", "train.py"]) is None or sys.executable == "/usr/bin/python3"
@@ -151,8 +159,14 @@ def test_torchruns_ranks_are_forked_warm_and_fail_as_fresh_ones(tmp_path, monkey
 
     def launch():
         result = runner.run_distributed(script, nproc=2, args=["a b"], timeout=60, stream=False, cwd=tmp_path)
-        probes = sorted((json.loads(line.split(":", 1)[1]) for line in result.output.splitlines()
-                         if line.startswith("[default") and ":{" in line), key=lambda p: p["rank"])
+        probes = sorted(
+            (
+                json.loads(line.split(":", 1)[1])
+                for line in result.output.splitlines()
+                if line.startswith("[default") and ":{" in line
+            ),
+            key=lambda p: p["rank"],
+        )
         return result, probes
 
     warm, warm_probes = launch()
@@ -160,7 +174,10 @@ def test_torchruns_ranks_are_forked_warm_and_fail_as_fresh_ones(tmp_path, monkey
     cold, cold_probes = launch()
     assert warm.failed_rank == cold.failed_rank == 1 and warm.error == cold.error, (warm.error, cold.error)
     assert "ValueError: shard 7 is corrupt" in warm.error
-    assert [p["preloaded"] for p in warm_probes] == [True, True] and [p["preloaded"] for p in cold_probes] == [False, False]
+    assert [p["preloaded"] for p in warm_probes] == [True, True] and [p["preloaded"] for p in cold_probes] == [
+        False,
+        False,
+    ]
     for p in (*warm_probes, *cold_probes):
         p.pop("preloaded")
     assert warm_probes == cold_probes and [p["local_rank"] for p in warm_probes] == ["0", "1"]

@@ -14,14 +14,47 @@ import sys
 import warnings
 
 MODULES = [
-    "torch", "torch.nn", "torch.nn.functional", "torch.nn.utils", "torch.nn.init", "torch.nn.parallel", "torch.optim",
-    "torch.optim.lr_scheduler", "torch.autograd", "torch.autograd.graph", "torch.amp", "torch.cuda", "torch.backends",
-    "torch.utils.data", "torch.utils.checkpoint", "torch.utils.benchmark", "torch.utils.cpp_extension",
-    "torch.utils.deterministic", "torch.profiler", "torch.testing", "torch.compiler", "torch.accelerator", "torch.library",
-    "torch.fft", "torch.linalg", "torch.func", "torch.sparse", "torch.special", "torch.export", "torch.fx", "torch.mps",
-    "torch.distributed", "torch.distributed.fsdp", "torch.distributed.fsdp.wrap", "torch.distributed.checkpoint",
-    "torch.distributed.checkpoint.state_dict", "torch.distributed.checkpoint.format_utils", "torch.distributed.tensor",
-    "torch.distributed.tensor.debug", "torch.distributed.device_mesh", "torch.distributed.algorithms.ddp_comm_hooks",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.nn.utils",
+    "torch.nn.init",
+    "torch.nn.parallel",
+    "torch.optim",
+    "torch.optim.lr_scheduler",
+    "torch.autograd",
+    "torch.autograd.graph",
+    "torch.amp",
+    "torch.cuda",
+    "torch.backends",
+    "torch.utils.data",
+    "torch.utils.checkpoint",
+    "torch.utils.benchmark",
+    "torch.utils.cpp_extension",
+    "torch.utils.deterministic",
+    "torch.profiler",
+    "torch.testing",
+    "torch.compiler",
+    "torch.accelerator",
+    "torch.library",
+    "torch.fft",
+    "torch.linalg",
+    "torch.func",
+    "torch.sparse",
+    "torch.special",
+    "torch.export",
+    "torch.fx",
+    "torch.mps",
+    "torch.distributed",
+    "torch.distributed.fsdp",
+    "torch.distributed.fsdp.wrap",
+    "torch.distributed.checkpoint",
+    "torch.distributed.checkpoint.state_dict",
+    "torch.distributed.checkpoint.format_utils",
+    "torch.distributed.tensor",
+    "torch.distributed.tensor.debug",
+    "torch.distributed.device_mesh",
+    "torch.distributed.algorithms.ddp_comm_hooks",
 ]
 CLASSES = {"torch.Tensor": "torch.Tensor", "torch.nn.Module": "torch.nn.Module"}
 
@@ -58,8 +91,11 @@ def dump(path):
 def diff(old_path, new_path):
     old, new = (json.load(open(p)) for p in (old_path, new_path))
     since = {m: sorted(set(n) - set(old["names"].get(m, []))) for m, n in new["names"].items()}
-    print(json.dumps({"from": old["torch"], "to": new["torch"],
-                      "names": {m: n for m, n in sorted(since.items()) if n}}, indent=1))
+    print(
+        json.dumps(
+            {"from": old["torch"], "to": new["torch"], "names": {m: n for m, n in sorted(since.items()) if n}}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

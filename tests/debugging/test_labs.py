@@ -36,7 +36,9 @@ def run_of(judged, name, variant):
 def test_the_labs_cover_every_symptom_and_category():
     assert len(NAMES) >= 10
     assert {labs.get(n).symptom for n in NAMES} == {"no-convergence", "nan", "slow", "memory"}
-    assert {"data", "model", "loss", "optimizer", "device", "precision"} <= {c for n in NAMES for c in labs.get(n).categories}
+    assert {"data", "model", "loss", "optimizer", "device", "precision"} <= {
+        c for n in NAMES for c in labs.get(n).categories
+    }
     assert sum(len(labs.fixes(n)) > 1 for n in NAMES) >= 2  # labs with two interacting bugs
     assert all(e.corpus for e in EXERCISES), "every exercise keeps wrong fixes"
 
@@ -48,8 +50,12 @@ def test_make_tests_sample_of_labs_covers_every_symptom_category_and_kind_of_wro
     opened = set(re.findall(r"%%lab (debugging/\w+)", (paths.SOLUTIONS / "01_debugging.ipynb").read_text()))
     assert opened and opened <= set(sample), "notebook 01's labs are judged in make test"
     kinds = {e.kind for x in checks.exercises.EXERCISES.values() for e in x.corpus if isinstance(e, WrongFix)}
-    sampled = {e.kind for x in checks.exercises.EXERCISES.values() for e in x.corpus
-               if isinstance(e, WrongFix) and (x.name, e.name) in matrix.sampled()}
+    sampled = {
+        e.kind
+        for x in checks.exercises.EXERCISES.values()
+        for e in x.corpus
+        if isinstance(e, WrongFix) and (x.name, e.name) in matrix.sampled()
+    }
     assert sampled == kinds
 
 

@@ -36,8 +36,17 @@ SAMPLE = [0, 1, 2, next(i for i, r in enumerate(CPU_RUNGS) if r.data == "device"
 def rows(tmp_path_factory):
     # 2048 images an epoch and width 16, as notebook 01's smoke run: with 256 images an epoch, the
     # loader's workers restart every few steps (2.5x slower)
-    return ladder.run("cpu", steps=4, images_per_epoch=2048, profiled=2, compile=False, width=16,
-                      folder=tmp_path_factory.mktemp("ladder"), timeout=300, only=SAMPLE)
+    return ladder.run(
+        "cpu",
+        steps=4,
+        images_per_epoch=2048,
+        profiled=2,
+        compile=False,
+        width=16,
+        folder=tmp_path_factory.mktemp("ladder"),
+        timeout=300,
+        only=SAMPLE,
+    )
 
 
 def test_the_ladder_measures_every_rung_it_runs_and_names_what_it_moved(rows):
@@ -68,7 +77,10 @@ def test_bad_arguments_name_what_is_wrong(tmp_path):
 def test_a_rungs_effect_is_claimed_only_beyond_the_spread_of_its_chunk_rates():
     from trainlab.debugging.ladder import effect
 
-    rows = [{"name": "before", "spread": 0.30, "vs_previous": 1.0}, {"name": "noisy", "spread": 0.05, "vs_previous": 0.75},
-            {"name": "real", "spread": 0.05, "vs_previous": 1.69}]
+    rows = [
+        {"name": "before", "spread": 0.30, "vs_previous": 1.0},
+        {"name": "noisy", "spread": 0.05, "vs_previous": 0.75},
+        {"name": "real", "spread": 0.05, "vs_previous": 1.69},
+    ]
     assert effect(rows, "noisy").startswith("made no difference beyond this machine's noise")  # 25% < the 30% spread
     assert effect(rows, "real") == "sped it up 1.69x"  # 69% > the larger spread beside it (5%)

@@ -33,8 +33,11 @@ def check_rendered(nb):
     rows = re.findall(r"^\| *\d+\. [^|]+\| *[\d.]+ *\| *(\d+)% *\| *([\d.]+)x", shown, re.M)
     assert rows, "the ladder's table"
     spread = [int(s) / 100 for s, _ in rows]  # the chunk spread column, in %
-    beyond = {ratio for i, (_, ratio) in enumerate(rows)
-              if i and abs(float(ratio) - 1) > max(spread[i], spread[i - 1]) - 0.006}  # the column is rounded
+    beyond = {
+        ratio
+        for i, (_, ratio) in enumerate(rows)
+        if i and abs(float(ratio) - 1) > max(spread[i], spread[i - 1]) - 0.006
+    }  # the column is rounded
     for claim, ratio in re.findall(r"(sped it up|slowed it down) ([\d.]+)x", shown):
         assert (float(ratio) > 1) == (claim == "sped it up") and ratio in beyond, (claim, ratio, rows)
     check_rendered_followups(nb)
@@ -55,5 +58,7 @@ def check_rendered_followups(nb):
     regrouped = re.search(r"changed\s+(\d+)% of this CNN's predictions in train mode and (\d+)% in eval mode", shown)
     assert regrouped and int(regrouped.group(1)) > 0 and regrouped.group(2) == "0", shown
     scales = followups.activation_scale_by_init(depth=10, width=256)
-    assert f"{scales['Kaiming (fan_in, ReLU)']:.2f} under Kaiming" in shown and f"{scales['N(0, 1)']:.1e} under N(0, 1)" in shown
-
+    assert (
+        f"{scales['Kaiming (fan_in, ReLU)']:.2f} under Kaiming" in shown
+        and f"{scales['N(0, 1)']:.1e} under N(0, 1)" in shown
+    )

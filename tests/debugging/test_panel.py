@@ -85,8 +85,11 @@ def test_batch_browser_draws_each_page_as_an_image():
 
     from trainlab.workbook import plots
 
-    images = SimpleNamespace(train_x=torch.randint(0, 255, (64, 3, 32, 32), dtype=torch.uint8),
-                             train_y=torch.arange(64) % 10, classes=[str(i) for i in range(10)])
+    images = SimpleNamespace(
+        train_x=torch.randint(0, 255, (64, 3, 32, 32), dtype=torch.uint8),
+        train_y=torch.arange(64) % 10,
+        classes=[str(i) for i in range(10)],
+    )
     browser = plots.batch_browser(images, n=16)
     slider, image = browser.children
     first = bytes(image.value)

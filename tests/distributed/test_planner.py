@@ -38,8 +38,15 @@ def test_replicated_states_that_do_not_fit_can_never_fit():
     assert min_ranks(70e9, "zero1", "mixed", "adam", 80) is None  # 280 GB of weights + grads on every rank
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(strategy="zero4"), "strategy"), (dict(world_size=0), "world_size"),
-                                          (dict(precision="fp8"), "precision"), (dict(optimizer="lion"), "optimizer")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(strategy="zero4"), "strategy"),
+        (dict(world_size=0), "world_size"),
+        (dict(precision="fp8"), "precision"),
+        (dict(optimizer="lion"), "optimizer"),
+    ],
+)
 def test_bad_input_names_what_is_wrong(kwargs, match):
     args = dict(params=1e9, world_size=2) | kwargs
     with pytest.raises(ValueError, match=match):

@@ -53,11 +53,15 @@ def test_a_finding_outside_the_registry_is_refused_when_made():
 
 
 def test_findings_rank_by_severity_then_the_registrys_category_order():
-    made = [Finding("warning", "device", "batch-too-small", ""), Finding("critical", "precision", "float64-compute", ""),
-            Finding("critical", "data", "labels-misaligned", "")]
+    made = [
+        Finding("warning", "device", "batch-too-small", ""),
+        Finding("critical", "precision", "float64-compute", ""),
+        Finding("critical", "data", "labels-misaligned", ""),
+    ]
     assert [f.cause for f in rank(made)] == ["labels-misaligned", "float64-compute", "batch-too-small"]
-    assert [category for category, _ in causes.menu()] == [c for c in causes.CATEGORIES
-                                                           if any(x.category == c for x in causes.CAUSES.values())]
+    assert [category for category, _ in causes.menu()] == [
+        c for c in causes.CATEGORIES if any(x.category == c for x in causes.CAUSES.values())
+    ]
 
 
 def test_the_docs_are_what_the_registry_makes():
@@ -83,28 +87,43 @@ def test_limits_that_differ_are_named_on_both_sides_and_read_by_the_rule(monkeyp
 NOT_LIMITS = {
     "zero-initialisation": {"0": (0, "std 0: what a constant tensor is")},
     "cannot-overfit-one-batch": {
-        "50": (inspect.signature(quick_experiments.overfit_one_batch).parameters["steps"].default,
-               "the experiment's length, a setting of quick_experiments")},
-    "softmax-before-cross-entropy": {"0": (0, "rows >= 0 summing to 1: what a probability distribution is"),
-                                     "1": (1, "the same")},
+        "50": (
+            inspect.signature(quick_experiments.overfit_one_batch).parameters["steps"].default,
+            "the experiment's length, a setting of quick_experiments",
+        )
+    },
+    "softmax-before-cross-entropy": {
+        "0": (0, "rows >= 0 summing to 1: what a probability distribution is"),
+        "1": (1, "the same"),
+    },
     "softmax-wrong-axis": {"1": (1, "columns summing to 1: what normalised means")},
     "slow-step": {"8": (DETAIL_STEPS, "the inspected steps, whose timing the instruments perturb")},
     "eval-mode-in-training": {"8": (DETAIL_STEPS, "the Modes instrument reads the inspected steps only")},
     "updates-by-hand": {"8": (DETAIL_STEPS, "the Updates instrument compares the inspected iterations only")},
-    "update-sizes": {"1e-3": (None, "where healthy runs sit: a description, no rule compares with it"),
-                     "1e-2": (None, "the same")},
-    "adversarial-imbalance": {"2": (None, "two models trained against each other: what adversarial means"),
-                              "0": (None, "a probability's ends"), "1": (None, "the same"),
-                              "9": (None, "|logit| the Task instrument counts as saturated (a measurement)")},
+    "update-sizes": {
+        "1e-3": (None, "where healthy runs sit: a description, no rule compares with it"),
+        "1e-2": (None, "the same"),
+    },
+    "adversarial-imbalance": {
+        "2": (None, "two models trained against each other: what adversarial means"),
+        "0": (None, "a probability's ends"),
+        "1": (None, "the same"),
+        "9": (None, "|logit| the Task instrument counts as saturated (a measurement)"),
+    },
     "head-wider-than-classes": {"1": (None, "the largest class index + 1: the number of classes the labels use")},
-    "learns-far-worse": {"16": (examine.COMPARISON_STEPS[0], "the control's steps, a setting of examine"),
-                         "32": (examine.COMPARISON_STEPS[1], "the same")},
+    "learns-far-worse": {
+        "16": (examine.COMPARISON_STEPS[0], "the control's steps, a setting of examine"),
+        "32": (examine.COMPARISON_STEPS[1], "the same"),
+    },
     "control-run": {
-        "2": (inspect.signature(quick_experiments.control_run).parameters["held_out_batches"].default,
-              "the control run's settings (quick_experiments), context and not a rule's threshold"),
+        "2": (
+            inspect.signature(quick_experiments.control_run).parameters["held_out_batches"].default,
+            "the control run's settings (quick_experiments), context and not a rule's threshold",
+        ),
         "3e-3": (inspect.signature(quick_experiments.control_run).parameters["lr"].default, "the same"),
         "64": (inspect.signature(quick_experiments.control_run).parameters["steps"].default, "the same"),
-        "3": (None, "the same: learns when the held-out loss ends below 0.97x its start")},
+        "3": (None, "the same: learns when the held-out loss ends below 0.97x its start"),
+    },
     "partial-collective": {"0": (None, "`if rank == 0`: an example of the code, not a number compared")},
     "same-data-every-rank": {"2": (None, "multirank.py: batches compared, at least")},
     "straggler": {"1.5": (multirank.STRAGGLER, "multirank.py"), "5": (None, "multirank.py: ms, at least")},
@@ -114,8 +133,11 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?")  # not the digits of 
 
 def _fields(template):
     """Each replacement field of a template, as a template of its own."""
-    return ["{" + name + (":" + spec if spec else "") + "}"
-            for _, name, spec, _ in string.Formatter().parse(template) if name is not None]
+    return [
+        "{" + name + (":" + spec if spec else "") + "}"
+        for _, name, spec, _ in string.Formatter().parse(template)
+        if name is not None
+    ]
 
 
 def test_every_number_a_mechanism_states_is_formatted_from_its_limits():
@@ -132,7 +154,8 @@ def test_every_number_a_mechanism_states_is_formatted_from_its_limits():
 
 def test_a_changed_limit_changes_the_mechanism_the_docs_state():
     assert causes.prose(causes.TEMPLATES["dead-units"], {"doctor": {"dead_share": 0.9}}).startswith(
-        "a ReLU layer outputs zero for > 90% of inputs")
+        "a ReLU layer outputs zero for > 90% of inputs"
+    )
     for cid, cause in causes.ALL.items():
         assert causes.prose(causes.TEMPLATES[cid], cause.limits) == cause.mechanism, cid
         for field in _fields(causes.TEMPLATES[cid]):
@@ -152,14 +175,23 @@ def test_the_words_for_a_limit_follow_it():
 
 
 def test_the_rules_read_the_shared_thresholds_when_they_run(monkeypatch):
-    m = {"data_wait_share": 0.4, "sample_fetches_per_step": 0, "time_split": {"data": 0.04}, "step_s": 0.1,
-         "finite": True, "losses": [2.3] * 30, "convergence": {"learning": True}, "host_reads_per_step": 0,
-         "saved_growth_per_step": 0}
+    m = {
+        "data_wait_share": 0.4,
+        "sample_fetches_per_step": 0,
+        "time_split": {"data": 0.04},
+        "step_s": 0.1,
+        "finite": True,
+        "losses": [2.3] * 30,
+        "convergence": {"learning": True},
+        "host_reads_per_step": 0,
+        "saved_growth_per_step": 0,
+    }
     assert device.data_loader_starves(m, {}).severity == "warning" and rules.symptoms(m, {}) == ["slow"]
     limits = causes.ALL["data-loader-starves"].limits
     lenient = {**limits, "doctor": {**limits["doctor"], "wait_share": 0.5}}
-    monkeypatch.setitem(causes.ALL, "data-loader-starves",
-                        dataclasses.replace(causes.ALL["data-loader-starves"], limits=lenient))
+    monkeypatch.setitem(
+        causes.ALL, "data-loader-starves", dataclasses.replace(causes.ALL["data-loader-starves"], limits=lenient)
+    )
     assert device.data_loader_starves(m, {}) is None and rules.symptoms(m, {}) == []
 
 
@@ -187,8 +219,9 @@ def _numeric_assignments(body, prefix=""):
     for node in body:
         if isinstance(node, ast.ClassDef):
             yield from _numeric_assignments(node.body, node.name + ".")
-        targets = (node.targets if isinstance(node, ast.Assign) else
-                   [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if targets and node.value is not None and _numeric(node.value):
             yield from ((prefix + t.id, node.lineno) for t in targets if isinstance(t, ast.Name))
 
@@ -196,8 +229,15 @@ def _numeric_assignments(body, prefix=""):
 def test_no_threshold_is_left_outside_the_registry():
     """A number a rule or a check compares with is its cause's limit: no module constant (a rule's
     alias of a limit reads causes.limit, so it is no literal) and no literal dataclass default."""
-    files = sorted([*(paths.REPO / "trainlab/doctor/rules").glob("*.py"),
-                    *(paths.REPO / "trainlab/checks/mechanisms").glob("*.py")])
-    found = {(str(f.relative_to(paths.REPO)), name): line for f in files
-             for name, line in _numeric_assignments(ast.parse(f.read_text()).body)}
+    files = sorted(
+        [
+            *(paths.REPO / "trainlab/doctor/rules").glob("*.py"),
+            *(paths.REPO / "trainlab/checks/mechanisms").glob("*.py"),
+        ]
+    )
+    found = {
+        (str(f.relative_to(paths.REPO)), name): line
+        for f in files
+        for name, line in _numeric_assignments(ast.parse(f.read_text()).body)
+    }
     assert found.keys() == NOT_THRESHOLDS.keys(), {k: v for k, v in found.items() if k not in NOT_THRESHOLDS}

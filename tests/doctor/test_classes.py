@@ -18,8 +18,10 @@ SCRIPTS = doctor_classes.scripts()
 def test_class_script(name, kind, cause):
     row = doctor_classes.score(name, kind, cause, doctor_classes.diagnose(name))
     assert "error" not in row, row["error"]
-    assert row["passed"], (f"{name} ({kind}): expected {cause or 'nothing above info'}, "
-                           f"got root causes {row['found']} (worst {row['worst']})")
+    assert row["passed"], (
+        f"{name} ({kind}): expected {cause or 'nothing above info'}, "
+        f"got root causes {row['found']} (worst {row['worst']})"
+    )
 
 
 def test_every_class_has_three_scripts_or_more_and_every_cause_is_registered():

@@ -55,8 +55,9 @@ def test_finds_the_causes_of_module_05s_training_labs(name):
     assert set(labs.fixes(name)) <= set(report.root_causes) and labs.get(name).symptom in report.symptoms, str(report)
 
 
-@pytest.mark.parametrize("name", matrix.lab_params([n for n in labs.names(*labs.TRAINING)
-                                                     if labs.get(n).symptom != "no-convergence"]))
+@pytest.mark.parametrize(
+    "name", matrix.lab_params([n for n in labs.names(*labs.TRAINING) if labs.get(n).symptom != "no-convergence"])
+)
 def test_reports_the_symptom_it_measures_directly(name):
     """NaN, slow and memory symptoms are measured (non-finite losses, time waiting or in host
     reads, graph memory per step). "Not learning" is judged from the loss curve alone and does
@@ -77,24 +78,45 @@ def test_no_false_alarms_on_healthy_loops(script):
 INJECTIONS = {
     "healthy_adam_tensordataset.py": {
         "missing-zero-grad": ("        opt.zero_grad()\n", ""),
-        "softmax-before-cross-entropy": ("return self.fc2(F.relu(self.fc1(x)))",
-                                         "return F.softmax(self.fc2(F.relu(self.fc1(x))), dim=1)"),
-        "labels-misaligned": ("targets = images.train_y", "targets = images.train_y[torch.randperm(len(images.train_y))]"),
-        "params-not-in-optimizer": ("opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)",
-                                    "opt = torch.optim.AdamW(Net().parameters(), lr=3e-3, weight_decay=1e-2)"),
-        "inputs-not-normalised": ("inputs = (images.train_x.float() / 255 - mean) / std", "inputs = images.train_x.float()"),
-        "graph-kept-alive": ("        loss.backward()\n", "        loss.backward(retain_graph=True)\n        kept.append(loss)\n"),
+        "softmax-before-cross-entropy": (
+            "return self.fc2(F.relu(self.fc1(x)))",
+            "return F.softmax(self.fc2(F.relu(self.fc1(x))), dim=1)",
+        ),
+        "labels-misaligned": (
+            "targets = images.train_y",
+            "targets = images.train_y[torch.randperm(len(images.train_y))]",
+        ),
+        "params-not-in-optimizer": (
+            "opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)",
+            "opt = torch.optim.AdamW(Net().parameters(), lr=3e-3, weight_decay=1e-2)",
+        ),
+        "inputs-not-normalised": (
+            "inputs = (images.train_x.float() / 255 - mean) / std",
+            "inputs = images.train_x.float()",
+        ),
+        "graph-kept-alive": (
+            "        loss.backward()\n",
+            "        loss.backward(retain_graph=True)\n        kept.append(loss)\n",
+        ),
     },
     "healthy_sgd_device.py": {
         "missing-zero-grad": ("        optimizer.zero_grad(set_to_none=True)\n", ""),
-        "labels-misaligned": ("train = DeviceLoader(data.train_x, data.train_y,",
-                              "train = DeviceLoader(data.train_x, data.train_y.roll(1),"),
-        "host-syncs-in-loop": ("        running += loss.detach()\n",
-                               "        running += loss.detach()\n        acc = sum(int(p == t) for p, t in zip(model(x).argmax(1), y))\n"),
-        "lr-schedule-too-fast": ("schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=2 * len(train))",
-                                 "schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)"),
-        "zero-initialisation": ("criterion = nn.CrossEntropyLoss(label_smoothing=0.1)",
-                                "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\nfor p in model.parameters():\n    nn.init.zeros_(p)"),
+        "labels-misaligned": (
+            "train = DeviceLoader(data.train_x, data.train_y,",
+            "train = DeviceLoader(data.train_x, data.train_y.roll(1),",
+        ),
+        "host-syncs-in-loop": (
+            "        running += loss.detach()\n",
+            "        running += loss.detach()\n        acc = sum(int(p == t) for p, t in zip(model(x).argmax(1), y))\n",
+        ),
+        "lr-schedule-too-fast": (
+            "schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=2 * len(train))",
+            "schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)",
+        ),
+        "zero-initialisation": (
+            "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)",
+            "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\nfor p in model.parameters():\n    nn.init.zeros_(p)",
+        ),
         "fp16-master-weights": ("optimizer = torch.optim.SGD(", "model.half()\noptimizer = torch.optim.SGD("),
     },
 }
@@ -105,16 +127,24 @@ INJECTIONS = {
 SAMPLED_INJECTION = ("healthy_sgd_device.py", next(iter(INJECTIONS["healthy_sgd_device.py"])))
 
 
-@pytest.mark.parametrize("script, cause", [pytest.param(s, c, marks=() if (s, c) == SAMPLED_INJECTION else pytest.mark.full)
-                                           for s, bugs in INJECTIONS.items() for c in bugs])
+@pytest.mark.parametrize(
+    "script, cause",
+    [
+        pytest.param(s, c, marks=() if (s, c) == SAMPLED_INJECTION else pytest.mark.full)
+        for s, bugs in INJECTIONS.items()
+        for c in bugs
+    ],
+)
 def test_injected_bug_gets_the_labs_diagnosis(tmp_path, script, cause):
     old, new = INJECTIONS[script][cause]
     text = (SCRIPTS / script).read_text()
     assert old in text
     text = text.replace(old, new).replace("for epoch in range(", "kept = []\nfor epoch in range(", 1)
     if cause == "fp16-master-weights":
-        text = text.replace('with torch.autocast("cpu", dtype=torch.bfloat16):\n            loss = criterion(model(x), y)',
-                            "if True:\n            loss = criterion(model(x.half()).float(), y)")
+        text = text.replace(
+            'with torch.autocast("cpu", dtype=torch.bfloat16):\n            loss = criterion(model(x), y)',
+            "if True:\n            loss = criterion(model(x.half()).float(), y)",
+        )
     report = diagnose_text(tmp_path, text)
     assert cause in report.root_causes, str(report)
 
@@ -133,8 +163,11 @@ def test_experiments_that_would_not_fit_in_the_budget_are_skipped_and_named(monk
 
 
 def test_crash_is_reported_with_where_it_happened(tmp_path):
-    text = (SCRIPTS / "healthy_sgd_device.py").read_text().replace(
-        "        loss.backward()\n", "        loss.backward()\n        raise RuntimeError('disk full')\n")
+    text = (
+        (SCRIPTS / "healthy_sgd_device.py")
+        .read_text()
+        .replace("        loss.backward()\n", "        loss.backward()\n        raise RuntimeError('disk full')\n")
+    )
     report = diagnose_text(tmp_path, text)
     assert report.crash and "RuntimeError: disk full" in report.crash["error"]
     assert report.crash["where"].startswith("train.py:") and "crash" in report.root_causes

@@ -40,13 +40,26 @@ def finding(report, cause):
     return found[0]
 
 
-@pytest.mark.parametrize("old, new, modules, how", [
-    pytest.param(".flatten(1)\n        return", ".flatten(1).detach()\n        return",
-                 {"conv1", "norm1", "conv2", "norm2"}, "cut from the graph", id="detach"),
-    pytest.param("        x = F.max_pool2d(F.relu(self.norm1(self.conv1(x))), 2)\n",
-                 "        with torch.no_grad():\n            x = F.max_pool2d(F.relu(self.norm1(self.conv1(x))), 2)\n",
-                 {"conv1", "norm1"}, "run under torch.no_grad(): conv1", id="no_grad", marks=pytest.mark.full),
-])
+@pytest.mark.parametrize(
+    "old, new, modules, how",
+    [
+        pytest.param(
+            ".flatten(1)\n        return",
+            ".flatten(1).detach()\n        return",
+            {"conv1", "norm1", "conv2", "norm2"},
+            "cut from the graph",
+            id="detach",
+        ),
+        pytest.param(
+            "        x = F.max_pool2d(F.relu(self.norm1(self.conv1(x))), 2)\n",
+            "        with torch.no_grad():\n            x = F.max_pool2d(F.relu(self.norm1(self.conv1(x))), 2)\n",
+            {"conv1", "norm1"},
+            "run under torch.no_grad(): conv1",
+            id="no_grad",
+            marks=pytest.mark.full,
+        ),
+    ],
+)
 def test_parameters_cut_from_the_graph_are_named_by_module_path(tmp_path, old, new, modules, how):
     report = diagnose_text(tmp_path, inject(ADAM, old, new))
     assert report.root_causes[0] == "parameters-get-no-gradient", str(report)
@@ -58,10 +71,16 @@ def test_parameters_cut_from_the_graph_are_named_by_module_path(tmp_path, old, n
 
 def test_layers_frozen_on_purpose_in_a_learning_run_are_only_information(tmp_path):
     pretrained = tmp_path / "pretrained.pt"  # fine-tuning: frozen layers hold weights loaded from a checkpoint
-    report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
-                                            f"torch.save(model.state_dict(), {str(pretrained)!r})\n"
-                                            f"model.load_state_dict(torch.load({str(pretrained)!r}))\n"
-                                            "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD("))
+    report = diagnose_text(
+        tmp_path,
+        inject(
+            SGD,
+            "optimizer = torch.optim.SGD(",
+            f"torch.save(model.state_dict(), {str(pretrained)!r})\n"
+            f"model.load_state_dict(torch.load({str(pretrained)!r}))\n"
+            "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD(",
+        ),
+    )
     f = finding(report, "parameters-get-no-gradient")
     assert f.severity == "info" and f.evidence["modules"] == "0" and report.worst() == SEVERITIES.index("info")
 
@@ -69,16 +88,23 @@ def test_layers_frozen_on_purpose_in_a_learning_run_are_only_information(tmp_pat
 @pytest.mark.full
 def test_layers_frozen_at_their_random_initialisation_are_a_bug_even_in_a_run_that_learns(tmp_path):
     # weights loaded into another layer do not make the frozen one's random numbers pretrained
-    report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
-                                            "model[-1].load_state_dict(model[-1].state_dict())\n"
-                                            "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD("))
+    report = diagnose_text(
+        tmp_path,
+        inject(
+            SGD,
+            "optimizer = torch.optim.SGD(",
+            "model[-1].load_state_dict(model[-1].state_dict())\n"
+            "model[0].requires_grad_(False)\noptimizer = torch.optim.SGD(",
+        ),
+    )
     f = finding(report, "parameters-get-no-gradient")
     assert f.severity == "critical" and "random initialisation" in f.evidence["how"], str(report)
 
 
 def test_a_loss_rebuilt_as_a_leaf_is_not_differentiable(tmp_path):
-    report = diagnose_text(tmp_path, inject(SGD, SGD_LOSS,
-                                            "            loss = criterion(model(x).detach(), y).requires_grad_()\n"))
+    report = diagnose_text(
+        tmp_path, inject(SGD, SGD_LOSS, "            loss = criterion(model(x).detach(), y).requires_grad_()\n")
+    )
     assert report.root_causes == ["loss-not-differentiable"], str(report)
     f = finding(report, "loss-not-differentiable")
     assert f.evidence["loss_leaf_backwards"] == f.evidence["backwards_checked"] > 0 and f.evidence["loss_varies"]
@@ -108,8 +134,10 @@ def test_healthy_update_sizes_sit_near_a_thousandth_to_a_hundredth(tmp_path):
 
 @pytest.mark.full  # make test: the rule's edges in test_rules (issue 34 moved this run to the rest)
 def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
-    report = diagnose_text(tmp_path, inject(SGD, SGD_BACKWARD, SGD_BACKWARD +
-                                            "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)\n"))
+    report = diagnose_text(
+        tmp_path,
+        inject(SGD, SGD_BACKWARD, SGD_BACKWARD + "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)\n"),
+    )
     assert report.root_causes == ["clipping-too-tight"], str(report)
     f = finding(report, "clipping-too-tight")
     assert f.evidence["norm_kept"] < 0.01 and f.evidence["norm_pinned"]
@@ -118,16 +146,21 @@ def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
 
 @pytest.mark.full
 def test_the_control_run_fails_too_when_the_labels_are_wrong(tmp_path):
-    report = diagnose_text(tmp_path, inject(SGD, "data.train_y, 96", "data.train_y[torch.randperm(len(data.train_y))], 96"))
+    report = diagnose_text(
+        tmp_path, inject(SGD, "data.train_y, 96", "data.train_y[torch.randperm(len(data.train_y))], 96")
+    )
     assert "labels-misaligned" in report.root_causes, str(report)
     control = finding(report, "control-run")
     assert not control.evidence["learns"] and "data or the model" in control.title
 
 
-@pytest.mark.parametrize("keep, held_by", [
-    ("        kept.append(loss)\n", "loss tensors of"),
-    pytest.param("        total = total + loss if step else loss\n", "running sum", marks=pytest.mark.full),
-])
+@pytest.mark.parametrize(
+    "keep, held_by",
+    [
+        ("        kept.append(loss)\n", "loss tensors of"),
+        pytest.param("        total = total + loss if step else loss\n", "running sum", marks=pytest.mark.full),
+    ],
+)
 def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by):
     text = inject(SGD, "running = torch.zeros(())\n", "running = torch.zeros(())\nkept = []\n")
     report = diagnose_text(tmp_path, inject(text, "        optimizer.step()\n", "        optimizer.step()\n" + keep))
@@ -138,13 +171,15 @@ def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by)
 
 @pytest.mark.full
 def test_compiled_models_run_eagerly_and_the_report_says_so(tmp_path):
-    report = diagnose_text(tmp_path, inject(SGD, "optimizer = torch.optim.SGD(",
-                                            "model = torch.compile(model)\noptimizer = torch.optim.SGD("))
+    report = diagnose_text(
+        tmp_path,
+        inject(SGD, "optimizer = torch.optim.SGD(", "model = torch.compile(model)\noptimizer = torch.optim.SGD("),
+    )
     assert finding(report, "compile-disabled").evidence["compile_calls"] == 1
     assert not report.crash and report.worst() == SEVERITIES.index("info"), str(report)
 
 
-SCRIPT_WITH_FLAGS = '''
+SCRIPT_WITH_FLAGS = """
 import argparse, json, torch
 from torch import nn
 parser = argparse.ArgumentParser()
@@ -161,7 +196,7 @@ for step in range(args.steps):
     opt.zero_grad()
     loss.backward()
     opt.step()
-'''
+"""
 
 
 def test_doctor_options_come_first_and_the_scripts_own_flags_reach_it_unchanged(tmp_path):

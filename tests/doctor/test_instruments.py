@@ -58,12 +58,14 @@ def test_clock_counts_host_reads_per_forward_backward_pass_when_a_step_makes_sev
     with Probe(max_steps=100) as probe:
         try:
             for x, y in data:
+
                 def closure():
                     optimizer.zero_grad()
                     loss = F.cross_entropy(model(x), y)
                     loss.item()
                     loss.backward()
                     return loss
+
                 optimizer.step(closure)
         except StopTraining:
             pass
@@ -105,7 +107,10 @@ def test_modes_are_read_on_every_trained_module_and_a_frozen_one_is_not_judged()
             for _ in range(6):
                 real = teacher(torch.randn(16, 8))
                 opt_d.zero_grad()
-                d_loss = F.softplus(-discriminator(real)).mean() + F.softplus(discriminator(generator(torch.randn(16, 4)).detach())).mean()
+                d_loss = (
+                    F.softplus(-discriminator(real)).mean()
+                    + F.softplus(discriminator(generator(torch.randn(16, 4)).detach())).mean()
+                )
                 d_loss.backward()
                 opt_d.step()
                 opt_g.zero_grad()
@@ -138,7 +143,10 @@ def test_gradients_cleared_between_backward_and_step_are_seen_per_optimizer():
             pass
     cleared = {r["optimizer"]: r for r in probe.summary()["cleared_before_step"]}
     generator_record = cleared["optimizer 2 (SGD)"]
-    assert generator_record["steps_checked"] >= 3 and generator_record["steps_without_grads"] == generator_record["steps_checked"]
+    assert (
+        generator_record["steps_checked"] >= 3
+        and generator_record["steps_without_grads"] == generator_record["steps_checked"]
+    )
     assert cleared["optimizer 1 (SGD)"]["steps_without_grads"] == 0
 
 
@@ -150,11 +158,13 @@ def test_a_closures_forward_and_backward_are_counted_once_and_a_teachers_forward
             for x, y in data:
                 with torch.no_grad():
                     soft = teacher(x)
+
                 def closure():
                     optimizer.zero_grad()
                     loss = F.cross_entropy(model(x + 0 * soft), y)
                     loss.backward()
                     return loss
+
                 optimizer.step(closure)
         except StopTraining:
             pass
@@ -319,9 +329,15 @@ def _kept_after(keep, leftovers=None):
     return probe.summary()["graph_nodes_kept_after_step"]
 
 
-@pytest.mark.parametrize("what, keep", [("losses", lambda loss, logits: loss), ("outputs", lambda loss, logits: logits),
-                                        ("copies of the loss", lambda loss, logits: loss.cpu()),
-                                        ("a tensor computed from the loss", lambda loss, logits: loss * 2)])
+@pytest.mark.parametrize(
+    "what, keep",
+    [
+        ("losses", lambda loss, logits: loss),
+        ("outputs", lambda loss, logits: logits),
+        ("copies of the loss", lambda loss, logits: loss.cpu()),
+        ("a tensor computed from the loss", lambda loss, logits: loss * 2),
+    ],
+)
 def test_graphs_are_counted_by_the_live_tensors_that_keep_them_whatever_they_are(what, keep):
     held = _kept_after(keep)
     assert held[0] == 0 and held[-1] >= 6 and held == sorted(held), held  # more with every step kept
@@ -400,11 +416,13 @@ def test_a_closure_that_zeroes_inside_the_step_leaves_no_stale_gradients():
     with Probe(max_steps=100) as probe:
         try:
             for x, y in data:
+
                 def closure():
                     optimizer.zero_grad()
                     loss = F.cross_entropy(model(x), y)
                     loss.backward()
                     return loss
+
                 optimizer.step(closure)
         except StopTraining:
             pass
@@ -421,8 +439,9 @@ def test_a_gan_is_recognised_and_each_optimizer_judged_on_its_own_gradients():
             for _ in range(6):
                 real, fake = torch.randn(16, 8), g(torch.randn(16, 4))
                 d.zero_grad()
-                loss_d = (F.binary_cross_entropy(d(real), torch.ones(16, 1))
-                          + F.binary_cross_entropy(d(fake.detach()), torch.zeros(16, 1)))
+                loss_d = F.binary_cross_entropy(d(real), torch.ones(16, 1)) + F.binary_cross_entropy(
+                    d(fake.detach()), torch.zeros(16, 1)
+                )
                 loss_d.backward()
                 opt_d.step()
                 g.zero_grad()  # the generator's loss also fills the discriminator's .grad: cleared at its next step

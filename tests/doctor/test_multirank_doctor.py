@@ -34,8 +34,15 @@ def diagnose(tmp_path, text, *args, steps=12, time_limit_s=60, name="train.py"):
     the script's checkpoints removed; the crash is listed at the end of the run (conftest)."""
     path = tmp_path / name
     path.write_text(text)
-    return diagnose_ranks(str(path), args, nproc=2, steps=steps, time_limit_s=time_limit_s, collective_timeout_s=8,
-                          retry_crash=lambda: shutil.rmtree(tmp_path / "ckpt", ignore_errors=True))
+    return diagnose_ranks(
+        str(path),
+        args,
+        nproc=2,
+        steps=steps,
+        time_limit_s=time_limit_s,
+        collective_timeout_s=8,
+        retry_crash=lambda: shutil.rmtree(tmp_path / "ckpt", ignore_errors=True),
+    )
 
 
 def finding(report, cause):
@@ -45,11 +52,31 @@ def finding(report, cause):
 
 
 def test_the_fsdp_labs_five_mistakes_are_found_from_outside(tmp_path):
-    report = diagnose(tmp_path, labs.source("fsdp/train"), "--mode", "fsdp2", "--steps", "6", "--depth", "4",
-                      "--log-every", "5", "--ckpt-dir", str(tmp_path / "ckpt"), "--ckpt-every", "2", steps=20)
+    report = diagnose(
+        tmp_path,
+        labs.source("fsdp/train"),
+        "--mode",
+        "fsdp2",
+        "--steps",
+        "6",
+        "--depth",
+        "4",
+        "--log-every",
+        "5",
+        "--ckpt-dir",
+        str(tmp_path / "ckpt"),
+        "--ckpt-every",
+        "2",
+        steps=20,
+    )
     causes = {f.cause for f in report.findings}
-    assert {"optimizer-before-sharding", "root-only-wrap", "same-data-every-rank", "rank0-checkpoint",
-            "partial-collective"} <= causes, str(report)
+    assert {
+        "optimizer-before-sharding",
+        "root-only-wrap",
+        "same-data-every-rank",
+        "rank0-checkpoint",
+        "partial-collective",
+    } <= causes, str(report)
     collective = finding(report, "partial-collective")
     assert "barrier" in collective.evidence["rank_0"] and "train.py" in collective.evidence["rank_0"]
     assert "hang" in report.symptoms
@@ -62,8 +89,21 @@ def test_the_fsdp_labs_five_mistakes_are_found_from_outside(tmp_path):
 @pytest.mark.full
 def test_the_fixed_fsdp_lab_shows_no_distributed_alarm(tmp_path):
     text = labs.source("fsdp/train", fixed=True)
-    report = diagnose(tmp_path, text, "--mode", "fsdp2", "--steps", "6", "--depth", "4", "--ckpt-dir",
-                      str(tmp_path / "ckpt"), "--ckpt-every", "3", steps=20)
+    report = diagnose(
+        tmp_path,
+        text,
+        "--mode",
+        "fsdp2",
+        "--steps",
+        "6",
+        "--depth",
+        "4",
+        "--ckpt-dir",
+        str(tmp_path / "ckpt"),
+        "--ckpt-every",
+        "3",
+        steps=20,
+    )
     assert not [f for f in report.findings if f.category == "distributed" and f.severity != "info"], str(report)
     assert all(r["finished"] and r["steps"] == 6 for r in report.ranks), str(report)
 
@@ -80,8 +120,11 @@ def test_a_healthy_ddp_script_gets_nothing_above_info_and_per_rank_step_times(tm
 # make test: partial-collective is found in the FSDP lab's five mistakes (issue 34 moved this to the rest)
 @pytest.mark.full
 def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
-    text = inject(DDP, "            dist.all_reduce(mean_loss)\n            if rank == 0:\n",
-                  "            if rank == 0:\n                dist.all_reduce(mean_loss)\n")
+    text = inject(
+        DDP,
+        "            dist.all_reduce(mean_loss)\n            if rank == 0:\n",
+        "            if rank == 0:\n                dist.all_reduce(mean_loss)\n",
+    )
     report = diagnose(tmp_path, text)
     assert report.root_causes[0] == "partial-collective", str(report)
     f = finding(report, "partial-collective")
@@ -92,8 +135,11 @@ def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
 
 @pytest.mark.full
 def test_data_that_is_not_sharded_is_seen_as_identical_batches(tmp_path):
-    text = inject(DDP, "loader = DataLoader(dataset, batch_size=64, sampler=sampler)",
-                  "loader = DataLoader(dataset, batch_size=64, shuffle=True)")
+    text = inject(
+        DDP,
+        "loader = DataLoader(dataset, batch_size=64, sampler=sampler)",
+        "loader = DataLoader(dataset, batch_size=64, shuffle=True)",
+    )
     text = text.replace("    sampler.set_epoch(epoch)\n", "")
     report = diagnose(tmp_path, text)
     f = finding(report, "same-data-every-rank")
@@ -101,8 +147,9 @@ def test_data_that_is_not_sharded_is_seen_as_identical_batches(tmp_path):
 
 
 def test_a_rank_that_skips_a_step_makes_the_replicas_diverge(tmp_path):
-    text = inject(DDP, "        optimizer.step()\n", "        if not (rank == 1 and step == 2):\n"
-                                                    "            optimizer.step()\n")
+    text = inject(
+        DDP, "        optimizer.step()\n", "        if not (rank == 1 and step == 2):\n            optimizer.step()\n"
+    )
     report = diagnose(tmp_path, text)
     f = finding(report, "replicas-diverge")
     assert f.severity == "critical" and f.evidence["what"] == "params" and f.evidence["step"] == 4, str(report)
@@ -110,7 +157,9 @@ def test_a_rank_that_skips_a_step_makes_the_replicas_diverge(tmp_path):
 
 @pytest.mark.full
 def test_buffers_left_unsynchronised_are_a_warning(tmp_path):
-    text = inject(DDP, "model = DistributedDataParallel(net)", "model = DistributedDataParallel(net, broadcast_buffers=False)")
+    text = inject(
+        DDP, "model = DistributedDataParallel(net)", "model = DistributedDataParallel(net, broadcast_buffers=False)"
+    )
     report = diagnose(tmp_path, text)
     f = finding(report, "replicas-diverge")
     assert f.severity == "warning" and f.evidence["what"] == "buffers" and "1" in f.evidence["modules"], str(report)
@@ -118,9 +167,12 @@ def test_buffers_left_unsynchronised_are_a_warning(tmp_path):
 
 @pytest.mark.full
 def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
-    text = inject(DDP, "sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=0)",
-                  "dataset = TensorDataset(*dataset[: 64 * 6 + 64 * rank])  # rank 1 holds one batch more\n"
-                  "sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=rank)")
+    text = inject(
+        DDP,
+        "sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=0)",
+        "dataset = TensorDataset(*dataset[: 64 * 6 + 64 * rank])  # rank 1 holds one batch more\n"
+        "sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=rank)",
+    )
     text = inject(text, "while step < args.steps:", "for _ in range(1):  # one epoch")
     report = diagnose(tmp_path, text, steps=100)
     f = finding(report, "uneven-steps")
@@ -130,9 +182,13 @@ def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
 
 @pytest.mark.full
 def test_a_rank_that_raises_is_named_with_its_own_error_not_its_peers_timeout(tmp_path):
-    text = inject(DDP, "        optimizer.step()\n", "        optimizer.step()\n"
-                                                    "        if rank == 1 and step == 3:\n"
-                                                    "            raise ValueError('shard 7 is corrupt')\n")
+    text = inject(
+        DDP,
+        "        optimizer.step()\n",
+        "        optimizer.step()\n"
+        "        if rank == 1 and step == 3:\n"
+        "            raise ValueError('shard 7 is corrupt')\n",
+    )
     report = diagnose(tmp_path, text)
     assert report.crash and "ValueError: shard 7 is corrupt" in report.crash["error"], str(report)
     crashes = [f for f in report.findings if f.cause == "crash"]
@@ -140,7 +196,9 @@ def test_a_rank_that_raises_is_named_with_its_own_error_not_its_peers_timeout(tm
     waited = [f for f in crashes if "shard 7" not in f.title]  # rank 0 lost its peer: said as a consequence
     assert all(f.severity == "warning" and "rank 1's own error" in f.title for f in waited), str(report)
     # rank 0 then waits in DDP's next all-reduce: not uneven data, not a mismatch of the script's own
-    assert not {"uneven-steps", "collective-mismatch", "partial-collective"} & {f.cause for f in report.findings}, str(report)
+    assert not {"uneven-steps", "collective-mismatch", "partial-collective"} & {f.cause for f in report.findings}, str(
+        report
+    )
 
 
 def test_a_crash_inside_torch_is_named_with_its_signal_and_relaunched_only_when_asked(tmp_path, monkeypatch):
@@ -148,10 +206,14 @@ def test_a_crash_inside_torch_is_named_with_its_signal_and_relaunched_only_when_
     tests above do), it launches once more on a clean slate and reports the second run."""
     monkeypatch.setenv("TRAINLAB_CRASH_LOG", str(tmp_path / "crashes.jsonl"))  # planted: not the run's crash list
     marker = tmp_path / "crashed-once"
-    text = inject(DDP, "        optimizer.step()\n", "        optimizer.step()\n"
-                  f"        if rank == 1 and step == 3 and not os.path.exists({str(marker)!r}):\n"
-                  f"            open({str(marker)!r}, 'w').close()\n"
-                  "            os.kill(os.getpid(), signal.SIGSEGV)\n")
+    text = inject(
+        DDP,
+        "        optimizer.step()\n",
+        "        optimizer.step()\n"
+        f"        if rank == 1 and step == 3 and not os.path.exists({str(marker)!r}):\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
     text = "import os\nimport signal\n" + text
     path = tmp_path / "train.py"
     path.write_text(text)
@@ -160,8 +222,15 @@ def test_a_crash_inside_torch_is_named_with_its_signal_and_relaunched_only_when_
     assert unfinished and all("SIGSEGV" in f.title for f in unfinished), str(crashed)
     marker.unlink()
     cleared = []
-    again = diagnose_ranks(str(path), [], nproc=2, steps=12, time_limit_s=60, collective_timeout_s=8,
-                           retry_crash=lambda: cleared.append(marker.exists()))
+    again = diagnose_ranks(
+        str(path),
+        [],
+        nproc=2,
+        steps=12,
+        time_limit_s=60,
+        collective_timeout_s=8,
+        retry_crash=lambda: cleared.append(marker.exists()),
+    )
     assert cleared == [True] and all(r["finished"] and r["steps"] == 12 for r in again.ranks), str(again)
     assert json.loads((tmp_path / "crashes.jsonl").read_text())["signal"] == "SIGSEGV"
     assert not [f for f in again.findings if f.severity == "critical"], str(again)
@@ -177,9 +246,13 @@ def test_the_time_limit_stops_every_rank_at_the_same_step(tmp_path):
 
 @pytest.mark.full
 def test_a_rank_that_does_more_each_step_is_named_a_straggler(tmp_path):
-    text = inject(DDP, "        loss = F.cross_entropy(model(x), y)\n", "        loss = F.cross_entropy(model(x), y)\n"
-                                                                  "        if rank == 0:\n"
-                                                                  "            time.sleep(0.08)  # the loss, written to a slow share\n")
+    text = inject(
+        DDP,
+        "        loss = F.cross_entropy(model(x), y)\n",
+        "        loss = F.cross_entropy(model(x), y)\n"
+        "        if rank == 0:\n"
+        "            time.sleep(0.08)  # the loss, written to a slow share\n",
+    )
     text = inject(text, "import argparse\n", "import argparse\nimport time\n")
     report = diagnose(tmp_path, text, "--steps", "16", steps=16)
     f = finding(report, "straggler")
@@ -188,8 +261,12 @@ def test_a_rank_that_does_more_each_step_is_named_a_straggler(tmp_path):
 
 def _timed_rank(step_ms, collective_ms, backward_ms, steps=6):
     report = SimpleNamespace(steps=steps, symptoms=[], root_causes=[], crash=None)
-    layout = {"step_s": [step_ms / 1e3] * steps, "collective_s_per_step": [collective_ms / 1e3] * steps,
-              "backward_s": [backward_ms / 1e3] * steps, "collectives": []}
+    layout = {
+        "step_s": [step_ms / 1e3] * steps,
+        "collective_s_per_step": [collective_ms / 1e3] * steps,
+        "backward_s": [backward_ms / 1e3] * steps,
+        "collectives": [],
+    }
     return report, layout
 
 
@@ -208,17 +285,32 @@ def test_a_straggler_needs_the_other_ranks_to_wait_for_it():
 
 def test_the_collective_comparison_names_the_first_disagreement():
     def call(i, op, inputs=("float32[4]",), t=0.0):
-        return {"i": i, "op": op, "group": None, "inputs": list(inputs), "site": f"train.py:{10 + i}", "via": None, "t": t}
+        return {
+            "i": i,
+            "op": op,
+            "group": None,
+            "inputs": list(inputs),
+            "site": f"train.py:{10 + i}",
+            "via": None,
+            "t": t,
+        }
 
     same = [call(0, "all_reduce"), call(1, "broadcast")]
     assert collectives.compare_ranks({0: same, 1: same}) is None
-    extra = collectives.compare_ranks({0: [call(0, "all_reduce"), call(1, "barrier", (), 1.0), call(2, "all_reduce")],
-                                       1: [call(0, "all_reduce"), call(1, "all_reduce", t=1.5)]})
+    extra = collectives.compare_ranks(
+        {
+            0: [call(0, "all_reduce"), call(1, "barrier", (), 1.0), call(2, "all_reduce")],
+            1: [call(0, "all_reduce"), call(1, "all_reduce", t=1.5)],
+        }
+    )
     assert extra["kind"] == "order" and extra["index"] == 1 and extra["next"][0]["op"] == "all_reduce"
-    shape = collectives.compare_ranks({0: [call(0, "all_reduce", ("float32[4]",))], 1: [call(0, "all_reduce", ("float32[5]",))]})
+    shape = collectives.compare_ranks(
+        {0: [call(0, "all_reduce", ("float32[4]",))], 1: [call(0, "all_reduce", ("float32[5]",))]}
+    )
     assert shape["kind"] == "shape"
     missing = collectives.compare_ranks({0: [call(0, "all_reduce")], 1: []})
     assert missing["kind"] == "missing" and missing["calls"][1] is None
-    uneven = collectives.compare_ranks({0: [call(0, "all_to_all_single", ("float32[3]",))],
-                                        1: [call(0, "all_to_all_single", ("float32[5]",))]})
+    uneven = collectives.compare_ranks(
+        {0: [call(0, "all_to_all_single", ("float32[3]",))], 1: [call(0, "all_to_all_single", ("float32[5]",))]}
+    )
     assert uneven is None  # uneven all-to-all splits are legal

@@ -126,7 +126,7 @@ def test_a_failing_instrument_loses_its_measurement_not_the_scripts_run(monkeypa
     with Probe(max_steps=50) as probe:
         steps(model(), 3)
     assert probe.steps == 3 and probe.losses and probe.summary()["lr"] == []
-    assert probe.instrument_errors == {"Updates.step_counted": "RuntimeError(\"an instrument's own bug\")"}
+    assert probe.instrument_errors == {"Updates.step_counted": 'RuntimeError("an instrument\'s own bug")'}
     assert capsys.readouterr().err.count("Updates.step_counted failed") == 1  # said once, not per step
 
 

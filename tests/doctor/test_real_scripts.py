@@ -19,15 +19,15 @@ SLOW = {"dcgan", "time_sequence_prediction", "imagenet_resnet18"}
 # Planted bugs the doctor does not name today, each with what happens instead (benchmarks/results/doctor_real.json).
 KNOWN_MISSES = {
     ("time_sequence_prediction", "softmax-before-cross-entropy"): "the edit puts a softmax before an MSE loss: no "
-                                                                  "cross-entropy is handed probabilities, and one "
-                                                                  "LBFGS step a minute leaves too few losses for a "
-                                                                  "verdict",
+    "cross-entropy is handed probabilities, and one "
+    "LBFGS step a minute leaves too few losses for a "
+    "verdict",
     ("time_sequence_prediction", "missing-zero-grad"): "LBFGS takes about a minute a step here: the 2 steps the "
-                                                       "doctor sees are fewer than the 3 updates its rule needs",
+    "doctor sees are fewer than the 3 updates its rule needs",
     ("time_sequence_prediction", "graph-kept-alive"): "the same: 2 steps, fewer than graphs piling up need",
     ("dcgan", "zero-grad-before-step"): "the edit clears the discriminator's real-batch gradients between its two "
-                                        "backwards: no step sees all-zero gradients, and no instrument yet measures "
-                                        "a backward whose gradients no update used",
+    "backwards: no step sees all-zero gradients, and no instrument yet measures "
+    "a backward whose gradients no update used",
 }
 
 

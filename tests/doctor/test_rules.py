@@ -27,6 +27,7 @@ def test_constant_weights_need_half_the_tensors_and_explain_dead_units():
 def test_weight_decay_is_judged_per_optimizer_type():
     def m(kind, decay):
         return {"optimizers": [{"type": kind, "lr": 0.1, "weight_decay": decay}]}
+
     assert optimizer.weight_decay_too_high(m("SGD", 0.05), {}).cause == "weight-decay-too-high"
     assert optimizer.weight_decay_too_high(m("AdamW", 0.05), {}) is None
     assert optimizer.weight_decay_too_high(m("AdamW", 2.0), {}).evidence["shrink_per_step"] == 0.2
@@ -64,11 +65,12 @@ def test_the_optimizer_rules_read_steps_and_the_schedule():
     assert optimizer.optimizer_never_steps({"steps": 12, "backwards": 12}, {}) is None
     collapsing = {"lr": [0.1] * 5 + [1e-5] * 20}
     assert optimizer.lr_collapses(collapsing, {}).evidence == {"lr_peak": 0.1, "lr_now": 1e-5, "steps": 25}
-    assert optimizer.lr_collapses({"lr": [0.1 * 0.99 ** i for i in range(25)]}, {}) is None
+    assert optimizer.lr_collapses({"lr": [0.1 * 0.99**i for i in range(25)]}, {}) is None
     # one-cycle over the whole run: the floor comes with the last steps of training, not before
     steps = 138
-    one_cycle = torch.optim.lr_scheduler.OneCycleLR(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-3),
-                                                    max_lr=3e-3, total_steps=steps, pct_start=0.25)
+    one_cycle = torch.optim.lr_scheduler.OneCycleLR(
+        torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-3), max_lr=3e-3, total_steps=steps, pct_start=0.25
+    )
     lrs = []
     for _ in range(steps):
         lrs.append(one_cycle.get_last_lr()[0])
@@ -82,8 +84,9 @@ def test_the_precision_rules_read_the_optimizers_dtypes_and_the_layers_outputs()
     assert precision.fp16_master_weights(fp16, {}).severity == "critical"
     bf16 = {"optimizers": [{"param_dtypes": ["torch.bfloat16"]}], "finite": False}
     assert precision.fp16_master_weights(bf16, {}) is None  # bfloat16 has its own rule
-    assert precision.float64_compute({"output_dtypes": {"torch.float64": 3, "torch.float32": 1}}, {}).evidence == \
-        {"float64_outputs": 3}
+    assert precision.float64_compute({"output_dtypes": {"torch.float64": 3, "torch.float32": 1}}, {}).evidence == {
+        "float64_outputs": 3
+    }
     assert precision.float64_compute({"output_dtypes": {"torch.float32": 4}}, {}) is None
 
 
@@ -104,9 +107,14 @@ def test_the_device_rules_read_time_waiting_host_reads_and_batch_size():
 
 
 def test_graphs_kept_alive_are_told_by_what_keeps_them():
-    quiet = {"saved_growth_per_step": 0.0, "saved_bytes_after_step": [0] * 8, "graphs_alive_after_step": [0] * 8,
-             "graph_nodes_alive_after_step": [0] * 8, "losses_alive_after_step": [0] * 8,
-             "graph_nodes_kept_after_step": [0] * 8}
+    quiet = {
+        "saved_growth_per_step": 0.0,
+        "saved_bytes_after_step": [0] * 8,
+        "graphs_alive_after_step": [0] * 8,
+        "graph_nodes_alive_after_step": [0] * 8,
+        "losses_alive_after_step": [0] * 8,
+        "graph_nodes_kept_after_step": [0] * 8,
+    }
     assert device.graph_kept_alive(quiet, {}) is None
     constant = {**quiet, "graph_nodes_kept_after_step": [0, 0] + [1] * 6}  # one node made before the loop, reused
     assert device.graph_kept_alive(constant, {}) is None
@@ -182,9 +190,21 @@ def test_every_key_a_rule_reads_is_provided_by_an_instrument():
 
 # ---------------------------------------------------------------- scripts that are not a classifier under torch.optim
 def _updates(**m):
-    return {"steps": 0, "backwards": 50, "optimizers": [], "update_ratio_median": None, "update_ratios": {},
-            "update_ratio_first": None, "update_ratio_steps": 0, "stale_grads": [], "losses": [1.0] * 30,
-            "lr": [], "clip_ratios": [], "grad_norms": [], **m}
+    return {
+        "steps": 0,
+        "backwards": 50,
+        "optimizers": [],
+        "update_ratio_median": None,
+        "update_ratios": {},
+        "update_ratio_first": None,
+        "update_ratio_steps": 0,
+        "stale_grads": [],
+        "losses": [1.0] * 30,
+        "lr": [],
+        "clip_ratios": [],
+        "grad_norms": [],
+        **m,
+    }
 
 
 def test_an_update_made_by_hand_is_an_update_and_no_update_at_all_is_missing():
@@ -200,19 +220,36 @@ def test_an_update_made_by_hand_is_an_update_and_no_update_at_all_is_missing():
 
 
 def test_update_sizes_made_by_hand_are_read_and_a_first_step_larger_than_the_weights_is_the_lr():
-    by_hand = _updates(updates_by_hand=8, iterations_compared=8, update_ratio_median=3e-3,
-                       update_ratios={"w": 3e-3}, update_ratio_first=3e-3, update_ratio_steps=8)
+    by_hand = _updates(
+        updates_by_hand=8,
+        iterations_compared=8,
+        update_ratio_median=3e-3,
+        update_ratios={"w": 3e-3},
+        update_ratio_first=3e-3,
+        update_ratio_steps=8,
+    )
     f = optimizer.update_sizes(by_hand, {})
     assert f.severity == "info" and "updated by hand" in f.title
     falling = [10.0 - 0.1 * i for i in range(40)]
     stuck = [5.0 + (i % 3) * 0.1 for i in range(40)]
-    wrecked = _updates(steps=40, optimizers=[{"type": "AdamW"}], update_ratio_median=0.05, update_ratios={"w": 0.05},
-                       update_ratio_first=300.0, update_ratio_steps=8, losses=stuck, lr=[20.0] * 40)
+    wrecked = _updates(
+        steps=40,
+        optimizers=[{"type": "AdamW"}],
+        update_ratio_median=0.05,
+        update_ratios={"w": 0.05},
+        update_ratio_first=300.0,
+        update_ratio_steps=8,
+        losses=stuck,
+        lr=[20.0] * 40,
+    )
     assert optimizer.update_sizes(wrecked, {}).cause == "lr-too-high"
     assert optimizer.update_sizes({**wrecked, "losses": falling}, {}).cause == "update-sizes"  # it learns: not judged
     # the LR range test clears the LR only when it saw the loss fall below it, not a flat curve's guess
     fell = {"suggested_lr": 15.0, "lr_suggestion": {"lr": 15.0, "rule": "steepest descent of the smoothed loss"}}
-    flat = {"suggested_lr": 15.0, "lr_suggestion": {"lr": 15.0, "rule": "flat, then diverges: 3x below the divergence point"}}
+    flat = {
+        "suggested_lr": 15.0,
+        "lr_suggestion": {"lr": 15.0, "rule": "flat, then diverges: 3x below the divergence point"},
+    }
     assert optimizer.update_sizes(wrecked, fell).cause == "update-sizes"
     assert optimizer.update_sizes(wrecked, flat).cause == "lr-too-high"
 
@@ -226,18 +263,26 @@ def test_clipping_does_not_starve_an_adaptive_optimizer():
 
 
 def test_stale_gradients_are_judged_per_updater():
-    gan = {"stale_grads": [True, False] * 4,
-           "stale_grads_by_updater": {"optimizer 1 (Adam)": [True] * 4, "optimizer 2 (Adam)": [False] * 4}}
+    gan = {
+        "stale_grads": [True, False] * 4,
+        "stale_grads_by_updater": {"optimizer 1 (Adam)": [True] * 4, "optimizer 2 (Adam)": [False] * 4},
+    }
     f = optimizer.missing_zero_grad(gan, {})
     assert f.cause == "missing-zero-grad" and "optimizer 1" in f.title
-    fine = {"stale_grads": [False] * 8, "stale_grads_by_updater": {"optimizer 1 (Adam)": [False] * 4,
-                                                                    "optimizer 2 (Adam)": [False] * 4}}
+    fine = {
+        "stale_grads": [False] * 8,
+        "stale_grads_by_updater": {"optimizer 1 (Adam)": [False] * 4, "optimizer 2 (Adam)": [False] * 4},
+    }
     assert optimizer.missing_zero_grad(fine, {}) is None
 
 
 def test_lbfgs_uses_one_batch_and_float64_by_design_and_small_batches_are_info():
-    lbfgs = {"optimizers": [{"type": "LBFGS"}], "batches_seen": 8, "distinct_batches": 1,
-             "output_dtypes": {"torch.float64": 100}}
+    lbfgs = {
+        "optimizers": [{"type": "LBFGS"}],
+        "batches_seen": 8,
+        "distinct_batches": 1,
+        "output_dtypes": {"torch.float64": 100},
+    }
     assert data.same_batch_every_step(lbfgs, {}).severity == "info"
     assert precision.float64_compute(lbfgs, {}).severity == "info"
     sgd = {**lbfgs, "optimizers": [{"type": "SGD"}]}
@@ -249,6 +294,7 @@ def test_lbfgs_uses_one_batch_and_float64_by_design_and_small_batches_are_info()
 def test_adversarial_models_must_both_step_and_a_saturated_discriminator_is_info():
     def gan(steps, saturated=0.1):
         return {"task": {"kind": "adversarial", "optimizer_steps": steps, "saturated_share": saturated}}
+
     assert model.adversarial_imbalance(gan([30, 0]), {}).severity == "critical"
     assert model.adversarial_imbalance(gan([30, 30], 1.0), {}).severity == "info"
     assert model.adversarial_imbalance(gan([30, 30]), {}) is None
@@ -264,11 +310,23 @@ def test_a_model_that_is_called_but_never_trained_is_missing_its_step():
 
 
 def _compared(script_acc, control_acc=0.9, learns=True, samples=128):
-    control = {"learns": learns, "script_held_out_acc": script_acc, "held_out_acc_after": control_acc,
-               "held_out_samples": samples, "steps": 64, "lr": 3e-3, "chance": 0.17, "script_held_out_loss": 2.0,
-               "held_out_loss_after": 0.3}
-    m = {"steps": 200, "convergence": {"learning": True}, "optimizers": [{"type": "SGD", "lr": 1e-3}],
-         "task": {"why": "a cross-entropy over 8 outputs"}}
+    control = {
+        "learns": learns,
+        "script_held_out_acc": script_acc,
+        "held_out_acc_after": control_acc,
+        "held_out_samples": samples,
+        "steps": 64,
+        "lr": 3e-3,
+        "chance": 0.17,
+        "script_held_out_loss": 2.0,
+        "held_out_loss_after": 0.3,
+    }
+    m = {
+        "steps": 200,
+        "convergence": {"learning": True},
+        "optimizers": [{"type": "SGD", "lr": 1e-3}],
+        "task": {"why": "a cross-entropy over 8 outputs"},
+    }
     return m, {"control": control}
 
 
@@ -280,16 +338,21 @@ def test_a_script_far_below_the_control_on_the_same_held_out_batches_learns_far_
     assert optimizer.learns_far_worse(*_compared(0.28, learns=False)) is None  # the control failed: no reference
     assert optimizer.learns_far_worse(*_compared(0.6, control_acc=0.85, samples=16)) is None  # within 3 standard errors
     m, x = _compared(0.28)
-    assert optimizer.learns_far_worse(m, {"control": {k: v for k, v in x["control"].items()
-                                                if not k.startswith("script")}}) is None  # not compared
+    assert (
+        optimizer.learns_far_worse(
+            m, {"control": {k: v for k, v in x["control"].items() if not k.startswith("script")}}
+        )
+        is None
+    )  # not compared
 
 
 def test_a_mechanisms_finding_with_the_same_symptom_explains_the_run_and_the_comparison_stays_info(monkeypatch):
     m, x = _compared(0.28)
     monkeypatch.setattr(rules, "RULES", [optimizer.learns_far_worse])
     assert [f.severity for f in rules.findings(m, x)] == ["warning"]
-    monkeypatch.setattr(rules, "RULES", [optimizer.learns_far_worse, optimizer.lr_collapses,
-                                         lambda m, x: device.host_syncs(m, x)])
+    monkeypatch.setattr(
+        rules, "RULES", [optimizer.learns_far_worse, optimizer.lr_collapses, lambda m, x: device.host_syncs(m, x)]
+    )
     collapsing = m | {"lr": [0.1] * 5 + [1e-5] * 20, "host_reads_per_step": 100}
     found = {f.cause: f.severity for f in rules.findings(collapsing, x)}
     # the schedule (no-convergence, as the comparison) explains it; host reads (slow) do not
@@ -305,20 +368,44 @@ def test_a_warmup_still_under_way_is_not_a_loop_that_learns_far_worse():
 
 
 def test_the_loop_is_described_by_the_settings_that_differ_from_torch_optims_defaults():
-    assert optimizer._settings({"type": "Adam", "lr": 1e-3, "eps": 1.0, "weight_decay": 0, "max_lr": 0.1}) == \
-        "Adam lr 0.001 eps 1"  # max_lr is a scheduler's key, not Adam's
+    assert (
+        optimizer._settings({"type": "Adam", "lr": 1e-3, "eps": 1.0, "weight_decay": 0, "max_lr": 0.1})
+        == "Adam lr 0.001 eps 1"
+    )  # max_lr is a scheduler's key, not Adam's
     assert optimizer._settings({"type": "Lion", "lr": 2e-4, "beta": 0.9}) == "Lion lr 0.0002 beta 0.9"
     assert optimizer._settings({"type": "SGD", "momentum": 0.9}) == "SGD momentum 0.9"  # lr a tensor: not described
 
 
-def _timed(step_ms, model_ms, data_ms=0.0, sync_ms=0.0, extra_ms=0.0, other_ms=0.0, threads=2, default=2,
-           device="cpu", steps=100):
+def _timed(
+    step_ms,
+    model_ms,
+    data_ms=0.0,
+    sync_ms=0.0,
+    extra_ms=0.0,
+    other_ms=0.0,
+    threads=2,
+    default=2,
+    device="cpu",
+    steps=100,
+):
     loop = max(step_ms - model_ms - other_ms - data_ms - sync_ms - extra_ms, 0.0) / 1e3
-    return {"step_s": step_ms / 1e3, "step_median_s": step_ms / 1e3, "model_s": model_ms / 1e3,
-            "other_models_s": other_ms / 1e3, "extra_forward_s": extra_ms / 1e3, "intra_op_threads": threads,
-            "default_threads": default, "compute_device": device, "timed_steps": steps,
-            "time_split": {"data": data_ms / 1e3, "sync": sync_ms / 1e3, "compute": (model_ms + extra_ms) / 1e3,
-                           "other": loop}}
+    return {
+        "step_s": step_ms / 1e3,
+        "step_median_s": step_ms / 1e3,
+        "model_s": model_ms / 1e3,
+        "other_models_s": other_ms / 1e3,
+        "extra_forward_s": extra_ms / 1e3,
+        "intra_op_threads": threads,
+        "default_threads": default,
+        "compute_device": device,
+        "timed_steps": steps,
+        "time_split": {
+            "data": data_ms / 1e3,
+            "sync": sync_ms / 1e3,
+            "compute": (model_ms + extra_ms) / 1e3,
+            "other": loop,
+        },
+    }
 
 
 def test_a_step_far_longer_than_the_work_it_needs_is_slow_wherever_the_rest_goes():
@@ -345,9 +432,16 @@ def test_too_few_intra_op_threads_are_judged_against_torchs_own_count():
 
 
 def test_an_optimizer_whose_gradients_are_cleared_before_its_step_is_named_while_the_other_trains():
-    m = {"grad_norms": [0.5, 0.0, 0.4, 0.0, 0.6, 0.0], "params_not_optimized": [], "steps": 6, "gradient_flow": {},
-         "cleared_before_step": [{"optimizer": "optimizer 1 (Adam)", "steps_checked": 3, "steps_without_grads": 0},
-                                 {"optimizer": "optimizer 2 (Adam)", "steps_checked": 3, "steps_without_grads": 3}]}
+    m = {
+        "grad_norms": [0.5, 0.0, 0.4, 0.0, 0.6, 0.0],
+        "params_not_optimized": [],
+        "steps": 6,
+        "gradient_flow": {},
+        "cleared_before_step": [
+            {"optimizer": "optimizer 1 (Adam)", "steps_checked": 3, "steps_without_grads": 0},
+            {"optimizer": "optimizer 2 (Adam)", "steps_checked": 3, "steps_without_grads": 3},
+        ],
+    }
     f = optimizer.zero_grad_before_step(m, {})
     assert f.severity == "critical" and f.evidence["optimizer"] == "optimizer 2 (Adam)"
     m["cleared_before_step"][1]["steps_without_grads"] = 2  # one step kept its gradients: not this mechanism

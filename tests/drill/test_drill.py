@@ -79,8 +79,9 @@ def _names(text):
     return found | {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args}
 
 
-TELLING = re.compile(r"bug|wrong|broken|fix|leak|nan|bad|oops|todo|hack|typo|unstable|stale|dead|slow|mutat|drill",
-                     re.I)
+TELLING = re.compile(
+    r"bug|wrong|broken|fix|leak|nan|bad|oops|todo|hack|typo|unstable|stale|dead|slow|mutat|drill", re.I
+)
 
 
 def _all_drill_texts():
@@ -101,15 +102,16 @@ def test_a_drill_reads_like_its_healthy_script():
         new_names = _names(text) - _names(healthy)
         assert not [n for n in new_names if TELLING.search(n)], f"{where}: telling names {new_names}"
         for number, line in enumerate(text.splitlines(), 1):
-            assert len(line) <= width, \
+            assert len(line) <= width, (
                 f"{where}:{number}: {len(line)} characters, the healthy scripts' widest is {width}"
+            )
             assert line == line.rstrip(), f"{where}:{number}: trailing space"
             assert (len(line) - len(line.lstrip(" "))) % 4 == 0, f"{where}:{number}: indentation"
         assert "\n\n\n\n" not in text, f"{where}: three blank lines"
         for node in ast.parse(text).body:  # two blank lines before every top-level def, as in the healthy text
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 top = node.lineno - 1 - len(node.decorator_list)  # the def's first line (its decorators'), from 0
-                above = text.splitlines()[top - 2:top]
+                above = text.splitlines()[top - 2 : top]
                 assert above == ["", ""], f"{where}: `{node.name}` is not preceded by two blank lines"
 
 
@@ -161,9 +163,19 @@ def _exhaustive():
 
 def _pairs():
     sample, exhaustive = set(_sample()), _exhaustive()
-    return [pytest.param(s, c, id=f"{s}:{c}", marks=() if (s, c) in sample else
-                         (pytest.mark.full, pytest.mark.exhaustive) if (s, c) in exhaustive else pytest.mark.full)
-            for s, c in sorted(drill.applicable())]
+    return [
+        pytest.param(
+            s,
+            c,
+            id=f"{s}:{c}",
+            marks=()
+            if (s, c) in sample
+            else (pytest.mark.full, pytest.mark.exhaustive)
+            if (s, c) in exhaustive
+            else pytest.mark.full,
+        )
+        for s, c in sorted(drill.applicable())
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +196,19 @@ def measured(request):
             if not causes and (short or not healthy_here):
                 continue
             steps = drill.SHORT_STEPS if short else 200
-            variants = [{"name": "healthy", "source": drill.healthy(script), "max_steps": steps, "budget_s": 300,
-                         "cache": True}]  # a reference: the sample's run serves the rest's
-            variants += [{"name": c, "source": drill.applicable()[script, c], "reference": "healthy",
-                          "max_steps": drill.SHORT_STEPS if short else drill.MAX_STEPS[MUTATIONS[c].symptom],
-                          "budget_s": 120} for c in causes]
+            variants = [
+                {"name": "healthy", "source": drill.healthy(script), "max_steps": steps, "budget_s": 300, "cache": True}
+            ]  # a reference: the sample's run serves the rest's
+            variants += [
+                {
+                    "name": c,
+                    "source": drill.applicable()[script, c],
+                    "reference": "healthy",
+                    "max_steps": drill.SHORT_STEPS if short else drill.MAX_STEPS[MUTATIONS[c].symptom],
+                    "budget_s": 120,
+                }
+                for c in causes
+            ]
             reports = run_variants(variants, "cpu", 120, max_train=drill.SHORT_EPOCHS if short else None)
             if not short:
                 cache[script, "healthy"] = (reports["healthy"], reports["healthy"])
@@ -211,8 +231,9 @@ def _chance_bar(mine, ref, cause):
     return 0.1 + drill.MIN_GAP_CLOSED.get(cause, 0.5) * (ref["accuracy"] - 0.1)
 
 
-@pytest.mark.parametrize("script", [pytest.param(s, marks=() if s in CHEAP else pytest.mark.full)
-                                    for s in drill.SCRIPTS])
+@pytest.mark.parametrize(
+    "script", [pytest.param(s, marks=() if s in CHEAP else pytest.mark.full) for s in drill.SCRIPTS]
+)
 def test_a_healthy_script_learns_and_no_mechanism_rejects_it(measured, script):
     mine, _ = measured[script, "healthy"]
     assert mine["status"] == "ok" and mine["finite"], mine.get("error")
@@ -234,8 +255,9 @@ def test_a_mutation_shows_its_symptom_through_its_mechanism(measured, script, ca
     if symptom == "nan":
         assert not mine["finite"]
     elif symptom == "no-convergence":
-        assert not mine["finite"] or mine["accuracy"] < _chance_bar(mine, ref, cause), \
+        assert not mine["finite"] or mine["accuracy"] < _chance_bar(mine, ref, cause), (
             f"{script} + {cause}: {mine['accuracy']:.1%} against the healthy script's {ref['accuracy']:.1%}"
+        )
     # slow and memory: the mechanism is the measurable symptom (a count of fetches, host reads,
     # float64 outputs, samples per step, graph bytes per step); wall-clock ratios are in the benchmark
 
@@ -245,8 +267,9 @@ def test_a_mutation_shows_its_symptom_through_its_mechanism(measured, script, ca
 # wrong fix of its corpus; make test-full: more seeds, across the four scripts
 CHECKED = [pytest.param(seed, id=f"seed-{seed}") for seed in (7, 24, 8)]
 CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=pytest.mark.full) for seed in (0, 12, 17, 26)]
-CHECKED += [pytest.param(seed, id=f"seed-{seed}", marks=(pytest.mark.full, pytest.mark.exhaustive))
-            for seed in (1, 3, 6, 13)]  # ViT and two-bug ResNet drills: minutes per run on some CPUs
+CHECKED += [
+    pytest.param(seed, id=f"seed-{seed}", marks=(pytest.mark.full, pytest.mark.exhaustive)) for seed in (1, 3, 6, 13)
+]  # ViT and two-bug ResNet drills: minutes per run on some CPUs
 
 
 @pytest.mark.parametrize("seed", CHECKED)
@@ -260,8 +283,9 @@ def test_check_rejects_the_broken_script_and_wrong_fixes_and_passes_the_fix(seed
     verdicts = exercise.verdicts(sources)
     assert verdicts["fix"].passed, verdicts["fix"]
     for entry in wrong:
-        assert verdicts[entry.name].kind == "incorrect", \
+        assert verdicts[entry.name].kind == "incorrect", (
             f"{made.name} ({made.lab.causes}): {entry.name} got {verdicts[entry.name]}"
+        )
 
 
 def test_the_diagnosis_of_a_drill_is_graded_like_a_labs(monkeypatch):

@@ -52,6 +52,10 @@ def test_verdict_summarises_all_five(exercise, monkeypatch):
     monkeypatch.setattr(exercise, "measure", lambda source: None)
     monkeypatch.setattr(exercise, "judge_mistakes", lambda m: fake)
     verdict = exercise.verdict(labs.source(LAB, fixed=True))
-    assert verdict.kind == "incorrect" and "1 of 5 checks still fail" in verdict.message and "no checkpoint" in verdict.message
+    assert (
+        verdict.kind == "incorrect"
+        and "1 of 5 checks still fail" in verdict.message
+        and "no checkpoint" in verdict.message
+    )
     assert verdict.details.count("\n") == 4
     assert not [m for m in fsdp.MISTAKES if m in verdict.message or m in verdict.details]  # what was seen, never a name

@@ -36,8 +36,7 @@ def lab(tmp_path_factory, request):
     mode = request.config.getoption("matrix")
     # 2 first: it writes the checkpoints the others load
     for world_size in {"sample": (2, 1), "rest": (2, 4)}.get(mode, (2, 1, 4)):
-        runs.run_configs(runs.claim_configs(world_size, STEPS, root / "ckpt"), world_size, root,
-                                timeout=300)
+        runs.run_configs(runs.claim_configs(world_size, STEPS, root / "ckpt"), world_size, root, timeout=300)
     return root
 
 
@@ -62,14 +61,23 @@ def psi(lab):
     return report(lab, None, "single")["params"]
 
 
-@pytest.mark.parametrize("world_size,name", [(2, "ddp"), (2, "fsdp2"), (2, "fsdp2_root"), (2, "fsdp2_noreshard"),
-                                             (2, "fsdp1"), *(pytest.param(4, name, marks=pytest.mark.full)
-                                                             for name in ("ddp", "fsdp2", "fsdp2_noreshard"))])
+@pytest.mark.parametrize(
+    "world_size,name",
+    [
+        (2, "ddp"),
+        (2, "fsdp2"),
+        (2, "fsdp2_root"),
+        (2, "fsdp2_noreshard"),
+        (2, "fsdp1"),
+        *(pytest.param(4, name, marks=pytest.mark.full) for name in ("ddp", "fsdp2", "fsdp2_noreshard")),
+    ],
+)
 def test_parity_with_one_process_on_the_same_global_batch(lab, world_size, name):
     single, run = report(lab, None, "single"), report(lab, world_size, name)
     torch.testing.assert_close(torch.tensor(run["losses"]), torch.tensor(single["losses"]), atol=1e-5, rtol=0)
-    torch.testing.assert_close(state(lab, world_size, name)["model"], state(lab, None, "single")["model"],
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        state(lab, world_size, name)["model"], state(lab, None, "single")["model"], atol=1e-5, rtol=0
+    )
 
 
 @pytest.mark.parametrize("world_size", sizes(2, 4))
@@ -82,8 +90,9 @@ def test_ranks_read_disjoint_shares_of_every_global_batch(lab, world_size):
 @pytest.mark.parametrize("world_size", sizes(2, 4))
 @pytest.mark.parametrize("name", ["fsdp2_accum", "fsdp2_accum_sync"])
 def test_gradient_accumulation_matches_one_big_batch(lab, world_size, name):
-    torch.testing.assert_close(state(lab, world_size, name)["model"], state(lab, None, "single")["model"],
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        state(lab, world_size, name)["model"], state(lab, None, "single")["model"], atol=1e-5, rtol=0
+    )
 
 
 @pytest.mark.parametrize("world_size", sizes(1, 2, 4))
@@ -162,8 +171,23 @@ def test_a_save_killed_half_way_leaves_the_previous_checkpoint_loadable(tmp_path
 
 
 def test_a_killed_rank_is_restarted_and_training_ends_where_an_uninterrupted_run_does(lab, tmp_path):
-    args = ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "3", "--ckpt-dir", tmp_path / "ckpt", "--resume",
-            "--kill-rank", "1", "--kill-at-step", "5", "--final", tmp_path / "final.pt"]
+    args = [
+        "--mode",
+        "fsdp2",
+        "--steps",
+        "8",
+        "--ckpt-every",
+        "3",
+        "--ckpt-dir",
+        tmp_path / "ckpt",
+        "--resume",
+        "--kill-rank",
+        "1",
+        "--kill-at-step",
+        "5",
+        "--final",
+        tmp_path / "final.pt",
+    ]
     result = runner.run_distributed(lab / "train.py", nproc=2, args=args, max_restarts=1, timeout=300, stream=False)
     assert result.ok, result.error
     assert "resumed from step 3" in result.output  # the restarted ranks resumed, not started over
@@ -174,8 +198,12 @@ def test_two_torchrun_agents_train_like_one_agent_with_two_ranks(lab, tmp_path):
     args = ["--mode", "fsdp2", "--steps", STEPS, "--final", tmp_path / "final.pt"]
     results = runner.run_multinode(lab / "train.py", nnodes=2, args=args, timeout=300, stream=False)
     assert all(r.ok for r in results), [r.error for r in results]
-    torch.testing.assert_close(torch.load(tmp_path / "final.pt", weights_only=True)["model"],
-                               state(lab, 2, "fsdp2")["model"], atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        torch.load(tmp_path / "final.pt", weights_only=True)["model"],
+        state(lab, 2, "fsdp2")["model"],
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 def test_a_collective_only_some_ranks_call_fails_at_the_timeout_and_names_the_rank():

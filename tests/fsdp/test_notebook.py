@@ -10,7 +10,9 @@ from tests.notebook_run import (  # noqa: F401  (collected here)
 )
 
 NOTEBOOK = "02_fsdp.ipynb"
-PREDICTIONS = {"predicted_state_mib": 1.0}  # what a learner predicted (any number: the run shows it next to the measurement)
+PREDICTIONS = {
+    "predicted_state_mib": 1.0
+}  # what a learner predicted (any number: the run shows it next to the measurement)
 
 
 def check_rendered(nb):
@@ -38,7 +40,10 @@ def check_rendered_answer(nb):
     shown = texts(nb, "interview-answer")
     one_way = published.link("h100-nvlink").one_way
     sent = {rd: 7 / 8 * (4 + rd) * 8e9 for rd in (2, 4)}
-    step_s = published.get("torchtitan-llama3-8b-h100-tokens-per-step").value / published.get("torchtitan-llama3-8b-h100-fsdp").value
+    step_s = (
+        published.get("torchtitan-llama3-8b-h100-tokens-per-step").value
+        / published.get("torchtitan-llama3-8b-h100-fsdp").value
+    )
     assert re.search(rf"{sent[2] / 1e9:.0f} GB, at least {sent[2] / one_way * 1e3:.0f} ms", shown), shown[-3000:]
     assert re.search(rf"{sent[4] / one_way / step_s:.0%} of a step", shown), shown[-3000:]
     assert "96 GB HBM2e H100s at a 500 W power limit" in shown  # the hardware that table ran on, stated
@@ -54,7 +59,12 @@ def check_rendered_followups(nb):
     from trainlab.distributed import planner
 
     shown = texts(nb, "interview-followups")
-    for stage, key in (("ddp", "zero-baseline-gb"), ("zero1", "zero1-gb"), ("zero2", "zero2-gb"), ("zero3", "zero3-gb")):
+    for stage, key in (
+        ("ddp", "zero-baseline-gb"),
+        ("zero1", "zero1-gb"),
+        ("zero2", "zero2-gb"),
+        ("zero3", "zero3-gb"),
+    ):
         ours = planner.plan(7.5e9, 64, stage)["device_total"] / 1e9
         assert abs(ours - published.get(key).value) < 0.06, (stage, ours)
     assert "120, 31.4, 16.6 and\n1.9 GB per GPU - the paper's own 120, 31.4, 16.6 and 1.9 GB" in shown, shown[-1500:]

@@ -15,11 +15,14 @@ from trainlab.distributed import scaling
 from trainlab.fsdp import accumulation, experiments
 from trainlab.models import ModelConfig, build_model
 
-SPEC = {**{f"accum_{way}": {"kind": "accumulation", "way": way} for way in accumulation.WAYS},
-        **{f"init_{way}": {"kind": "init", "way": way} for way in ("full", "meta", "broadcast", "dcp")},
-        "bn_local": {"kind": "batchnorm", "norm": "local"}, "bn_cross": {"kind": "batchnorm", "norm": "cross"},
-        "clip": {"kind": "clip"},
-        "ddp": {"kind": "steptime", "mode": "ddp", "steps": 2, "profiled": 2}}
+SPEC = {
+    **{f"accum_{way}": {"kind": "accumulation", "way": way} for way in accumulation.WAYS},
+    **{f"init_{way}": {"kind": "init", "way": way} for way in ("full", "meta", "broadcast", "dcp")},
+    "bn_local": {"kind": "batchnorm", "norm": "local"},
+    "bn_cross": {"kind": "batchnorm", "norm": "cross"},
+    "clip": {"kind": "clip"},
+    "ddp": {"kind": "steptime", "mode": "ddp", "steps": 2, "profiled": 2},
+}
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +72,11 @@ def test_cross_rank_batchnorm_matches_one_process_within_1e_5_and_per_rank_batch
         assert cross[key] < 1e-5, key
     assert local["max_param_diff"] > 1e-4 and local["max_running_stat_diff"] > 1e-4
     # forward: sum, sum of squares and count per channel; backward: two sums per channel (fp32, 2 ranks: ring factor 1)
-    channels = [m.num_features for m in build_model(ModelConfig(name="cnn", width=16)).modules()
-                if isinstance(m, torch.nn.BatchNorm2d)]
+    channels = [
+        m.num_features
+        for m in build_model(ModelConfig(name="cnn", width=16)).modules()
+        if isinstance(m, torch.nn.BatchNorm2d)
+    ]
     assert cross["norm_send_bytes"] == pytest.approx(4 * sum(4 * c + 1 for c in channels))
     assert local["norm_send_bytes"] == 0
 
@@ -88,7 +94,9 @@ def test_every_rank_writes_a_trace_and_its_split_covers_the_step(runs):
     for rank in ddp["ranks"]:
         split = rank["split"]
         assert split["steps"] == 2 and split["comm_s"] > 0
-        assert sum(split[c] for c in ("compute", "communication", "data", "sync", "idle")) == pytest.approx(split["wall_s"])
+        assert sum(split[c] for c in ("compute", "communication", "data", "sync", "idle")) == pytest.approx(
+            split["wall_s"]
+        )
         assert rank["trace"].endswith(f"ddp-rank{ddp['ranks'].index(rank)}.json")
 
 
@@ -98,7 +106,10 @@ def test_hsdp_shards_inside_groups_of_two_and_all_reduces_across_them(tmp_path):
     got = experiments.run(spec, 4, tmp_path, timeout=300)
     hsdp, flat = got["hsdp"], got["fsdp2"]
     assert {k: v["group_sizes"] for k, v in hsdp["comm"].items() if k != "send_bytes"} == {
-        "all_gather": [2], "reduce_scatter": [2], "all_reduce": [2]}
+        "all_gather": [2],
+        "reduce_scatter": [2],
+        "all_reduce": [2],
+    }
     psi = hsdp["params"]
     # fp32 AdamW: 16 bytes per parameter, over the 2 ranks of a group (and over 4 for FSDP); dim-0 shards are uneven
     assert hsdp["ranks"][0]["state"]["total"] == pytest.approx(16 * psi / 2, rel=0.01)
@@ -112,8 +123,11 @@ def test_the_fixed_fsdp_lab_reads_no_loss_and_joins_no_all_reduce_every_step():
     tree = ast.parse(labs.source("fsdp/train", fixed=True))
     run = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "run")
     loop = next(n for n in ast.walk(run) if isinstance(n, ast.While))
-    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-              for n in ast.walk(loop) if isinstance(n, ast.Call)}
+    called = {
+        n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+        for n in ast.walk(loop)
+        if isinstance(n, ast.Call)
+    }
     assert not called & {"item", "all_reduce", "all_mean", "tolist"}, called
 
 

@@ -85,9 +85,13 @@ def test_gradcheck_catches_a_wrong_backward():
             dx = grad * scale  # forgot gelu'(u)
             return dx, dx.sum(0), (grad * (x + bias)).sum(0), grad.sum(0), None
 
-    spec = _chain_spec(chain.triton_forward, gradcheck=lambda shape: (
-        lambda *a: MissingGeluDerivative.apply(*a, "triton"),
-        [a.requires_grad_() for a in specs.chain_inputs(shape, torch.float64, torch.Generator().manual_seed(0))]))
+    spec = _chain_spec(
+        chain.triton_forward,
+        gradcheck=lambda shape: (
+            lambda *a: MissingGeluDerivative.apply(*a, "triton"),
+            [a.requires_grad_() for a in specs.chain_inputs(shape, torch.float64, torch.Generator().manual_seed(0))],
+        ),
+    )
     report = validate.validate(spec, specials=False)
     assert [r.check for r in report.failures] == ["gradcheck"]
 
@@ -106,9 +110,11 @@ def test_fused_adamw_trains_like_torch_adamw():
     models = [make() for _ in range(3)]
     for m in models[1:]:
         m.load_state_dict(models[0].state_dict())
-    opts = [torch.optim.AdamW(models[0].parameters(), lr=1e-2, weight_decay=0.1, foreach=False),
-            adamw.FusedAdamW(models[1].parameters(), lr=1e-2, weight_decay=0.1, impl="triton"),
-            adamw.FusedAdamW(models[2].parameters(), lr=1e-2, weight_decay=0.1, impl="cpp")]
+    opts = [
+        torch.optim.AdamW(models[0].parameters(), lr=1e-2, weight_decay=0.1, foreach=False),
+        adamw.FusedAdamW(models[1].parameters(), lr=1e-2, weight_decay=0.1, impl="triton"),
+        adamw.FusedAdamW(models[2].parameters(), lr=1e-2, weight_decay=0.1, impl="cpp"),
+    ]
     x, y = torch.randn(64, 33), torch.randint(0, 10, (64,))
     for _ in range(5):
         for model, opt in zip(models, opts):
@@ -140,8 +146,18 @@ def test_bad_inputs_get_clear_errors():
     with pytest.raises(ValueError, match="impl='cuda'"):
         chain.fused_chain(torch.randn(2, 3), *torch.randn(3, 3), impl="cuda")
     with pytest.raises(TypeError, match="contiguous float32"):
-        adamw.cpp_step([torch.zeros(3, dtype=torch.float64)], [torch.zeros(3)], [torch.zeros(3)], [torch.zeros(3)],
-                       1, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+        adamw.cpp_step(
+            [torch.zeros(3, dtype=torch.float64)],
+            [torch.zeros(3)],
+            [torch.zeros(3)],
+            [torch.zeros(3)],
+            1,
+            1e-3,
+            0.9,
+            0.999,
+            1e-8,
+            0.0,
+        )
     with pytest.raises(TypeError, match="float32 or float64 CPU tensors, got torch.float16"):
         chain.cpp_forward(torch.randn(4, 3).half(), *torch.randn(3, 3).half())
 
@@ -187,14 +203,19 @@ def test_lab_checks_fail_the_shipped_code_and_pass_the_fix(lab, tmp_path):
     assert not verdicts[False]["passed"] and verdicts[True]["passed"], verdicts
     if lab == "kernels/softmax_mask":  # wrong exactly where the row length is not a power of two
         failing = {r["case"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"}
-        assert failing and all(int(c.split(",")[1].split("]")[0]) & (int(c.split(",")[1].split("]")[0]) - 1)
-                               for c in failing), failing
+        assert failing and all(
+            int(c.split(",")[1].split("]")[0]) & (int(c.split(",")[1].split("]")[0]) - 1) for c in failing
+        ), failing
     if lab == "kernels/rmsnorm_stride":  # wrong exactly where rows are not C elements apart
-        assert [r["check"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"] == ["strided input",
-                                                                                          "transposed input"]
+        assert [r["check"] for r in verdicts[False]["rows"] if r["result"] == "FAIL"] == [
+            "strided input",
+            "transposed input",
+        ]
 
 
-@pytest.mark.parametrize("fill, check", [("-1e9", "values near -1e30"), ("-3.4028234663852886e38", "fully masked rows")])
+@pytest.mark.parametrize(
+    "fill, check", [("-1e9", "values near -1e30"), ("-3.4028234663852886e38", "fully masked rows")]
+)
 def test_softmax_edge_cases_fail_a_finite_fill_that_ordinary_rows_pass(fill, check, tmp_path):
     script = tmp_path / "finite.py"
     script.write_text(labs.source("kernels/softmax_mask").replace("other=0.0)", f"other={fill})"))

@@ -30,6 +30,7 @@ def test_each_registered_operator_passes_opcheck():
 def loss_of(chain_fn, ce_fn):
     def loss(x, bias, scale, shift, logits, target):
         return chain_fn(x, bias, scale, shift).square().mean() + ce_fn(logits, target)
+
     return loss
 
 
@@ -63,7 +64,9 @@ def test_the_log_sum_exp_output_has_the_softmax_as_its_gradient():
     target = torch.randint(0, 5, (6,))
     loss, lse = library.cross_entropy_rows(logits, target)
     (loss.sum() + 2 * lse.sum()).backward()
-    want = torch.autograd.grad((F.cross_entropy(logits, target, reduction="sum") + 2 * logits.logsumexp(1).sum()), logits)[0]
+    want = torch.autograd.grad(
+        (F.cross_entropy(logits, target, reduction="sum") + 2 * logits.logsumexp(1).sum()), logits
+    )[0]
     torch.testing.assert_close(logits.grad, want)
 
 
@@ -72,6 +75,7 @@ def test_the_triton_chain_registered_with_triton_op_matches_the_reference():
     """Eagerly everywhere (Triton's interpreter on CPU); on a GPU also opcheck and a fullgraph compile."""
     from tests.conftest import DEVICE
     from trainlab.kernels import triton_env
+
     if not triton_env.AVAILABLE:
         pytest.skip("Triton is not installed (no macOS wheels)")
     x, bias, scale, shift = (t.detach().to(DEVICE).requires_grad_() for t in inputs()[:4])

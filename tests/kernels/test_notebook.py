@@ -8,7 +8,9 @@ from tests.notebook_run import (  # noqa: F401  (collected here)
 )
 
 NOTEBOOK = "04_custom_kernels.ipynb"
-PREDICTIONS = {"predicted_chain_speedup": 2.0}  # what a learner predicted (any number: the run shows it next to the measurement)
+PREDICTIONS = {
+    "predicted_chain_speedup": 2.0
+}  # what a learner predicted (any number: the run shows it next to the measurement)
 
 
 def check_rendered(nb):
@@ -20,7 +22,9 @@ def check_rendered(nb):
     from trainlab.workbook import published
 
     shown = texts(nb, "interview-followups")
-    found = re.search(r"cost ([\d.]+) us here, so the profiled step's (\d+) calls under\s+\d+ us pay about ([\d.]+) ms", shown)
+    found = re.search(
+        r"cost ([\d.]+) us here, so the profiled step's (\d+) calls under\s+\d+ us pay about ([\d.]+) ms", shown
+    )
     assert found, shown[:1500]
     per_call_us, calls, total_ms = float(found.group(1)), int(found.group(2)), float(found.group(3))
     assert calls > 0 and abs(per_call_us * calls / 1e3 - total_ms) <= 0.05 * total_ms + 0.1, found.group(0)

@@ -12,8 +12,10 @@ DEPTH = 8
 
 @pytest.fixture(scope="module")
 def rows():
-    return {(r["every"], r["selective"]): r for r in checkpointing.sweep(depth=DEPTH, ks=(None, 1, 2, 4, 8),
-                                                                         batch_size=16, repeats=1)}
+    return {
+        (r["every"], r["selective"]): r
+        for r in checkpointing.sweep(depth=DEPTH, ks=(None, 1, 2, 4, 8), batch_size=16, repeats=1)
+    }
 
 
 def test_checkpointing_changes_no_gradient(rows):
@@ -25,8 +27,9 @@ def test_every_block_gets_a_gradient_to_compare():
     model = checkpointing.build(depth=2, every=1)
     data = checkpointing.batch(4)
     torch.nn.functional.cross_entropy(model(data[0]), data[1]).backward()
-    assert all(float(p.grad.abs().max()) > 0 for n, p in model.named_parameters() if n.startswith("vit.blocks.")), \
+    assert all(float(p.grad.abs().max()) > 0 for n, p in model.named_parameters() if n.startswith("vit.blocks.")), (
         "a zero gradient would make the comparison above vacuous"
+    )
 
 
 def test_memory_held_for_backward_follows_the_segment_count(rows):

@@ -44,4 +44,3 @@ def check_rendered_followups(nb):
     assert "momentum 1 - 1/M, which is 0.94 for these 16" in shown
     for key in ("v100-fp16", "t4-fp16", "a100-bf16", "tensor-core-alignment", "h100-mig"):
         assert published.get(key).cite in shown, key
-

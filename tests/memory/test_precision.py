@@ -11,8 +11,10 @@ pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make
 
 def test_the_formats_limits_are_the_ieee_and_ocp_ones():
     rows = {r["format"]: r for r in precision.formats()}
-    assert rows["float16"]["max"] == 65504 and rows["float16"]["smallest_subnormal"] == 2.0 ** -24
-    assert rows["bfloat16"]["eps"] == 2.0 ** -7 and rows["bfloat16"]["smallest_normal"] == rows["float32"]["smallest_normal"]
+    assert rows["float16"]["max"] == 65504 and rows["float16"]["smallest_subnormal"] == 2.0**-24
+    assert (
+        rows["bfloat16"]["eps"] == 2.0**-7 and rows["bfloat16"]["smallest_normal"] == rows["float32"]["smallest_normal"]
+    )
     assert rows["tf32"]["eps"] == rows["float16"]["eps"] and rows["tf32"]["max"] == rows["float32"]["max"]
     assert rows["float8_e4m3fn"]["max"] == 448 and rows["float8_e5m2"]["max"] == 57344
     assert precision.round_trip([70000.0, 1e-8, 1e-8], torch.float16)[:2] == [float("inf"), 0.0]
@@ -53,7 +55,7 @@ def test_a_grad_scaler_grows_its_scale_backs_off_on_overflow_and_keeps_gradients
     data = asynchronous.features(n_train=2000, n_test=500)
     big = precision.scaler_run(1e-3, scaled=True, data=data)
     scales = big["scales"]
-    assert scales[19] == 2.0 ** 17  # doubled after 20 steps without an inf
+    assert scales[19] == 2.0**17  # doubled after 20 steps without an inf
     assert any(big["skipped"]) and all(b == a / 2 for a, b, skip in zip(scales, scales[1:], big["skipped"][1:]) if skip)
     tiny_unscaled = precision.scaler_run(1e-5, scaled=False, data=data)
     tiny_scaled = precision.scaler_run(1e-5, scaled=True, data=data)

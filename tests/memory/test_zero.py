@@ -90,5 +90,10 @@ def test_the_planners_strategies_sit_beside_the_runs_that_share_them(runs):
     for strategy in ("ddp", "zero2", "zero3"):
         assert rows[strategy]["measured sent MiB"] == pytest.approx(rows[strategy]["planned sent MiB"]), strategy
     assert rows["zero2"]["measured MiB/rank"] is None and rows["zero1"]["measured sent MiB"] is None
-    assert rows["ddp"]["planned MiB/rank"] > rows["zero1"]["planned MiB/rank"] > rows["zero2"]["planned MiB/rank"] \
-        > rows["zero3"]["planned MiB/rank"] > rows["offload"]["planned MiB/rank"]
+    assert (
+        rows["ddp"]["planned MiB/rank"]
+        > rows["zero1"]["planned MiB/rank"]
+        > rows["zero2"]["planned MiB/rank"]
+        > rows["zero3"]["planned MiB/rank"]
+        > rows["offload"]["planned MiB/rank"]
+    )

@@ -11,8 +11,9 @@ pytestmark = pytest.mark.convergence  # thresholds rest on what runs learn: make
 
 @pytest.fixture(scope="module")
 def runs_by_hook(tmp_path_factory):
-    return runs.run_hooks(2, tmp_path_factory.mktemp("hooks"), steps=hooks.START_POWERSGD + 8,
-                          arms=["allreduce", "fp16", "powersgd-1"])
+    return runs.run_hooks(
+        2, tmp_path_factory.mktemp("hooks"), steps=hooks.START_POWERSGD + 8, arms=["allreduce", "fp16", "powersgd-1"]
+    )
 
 
 def test_counted_bytes_are_what_each_hook_should_send(runs_by_hook):
@@ -29,12 +30,13 @@ def test_powersgd_engages_after_its_plain_steps_and_fp16_trains_like_the_plain_a
     plain, fp16, psgd = (runs_by_hook[a]["losses"] for a in ("allreduce", "fp16", "powersgd-1"))
     start = hooks.START_POWERSGD
     assert max(abs(a - b) for a, b in zip(psgd[:start], plain[:start])) < 1e-5
-    assert max(abs(a - b) for a, b in zip(psgd[start + 1:], plain[start + 1:])) > 1e-3
+    assert max(abs(a - b) for a, b in zip(psgd[start + 1 :], plain[start + 1 :])) > 1e-3
     assert max(abs(a - b) for a, b in zip(fp16, plain)) < 0.02
 
 
 def test_powersgd_keeps_one_dimensional_tensors_plain():
     from torch import nn
+
     model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.Linear(64, 2))
     compressed, plain = hooks.split_for_powersgd(model, rank=1)
     assert (64, 64, 1) in compressed and (64, 1, 1) in plain  # the weight; a bias or LayerNorm vector

@@ -8,7 +8,9 @@ from tests.notebook_run import (  # noqa: F401  (collected here)
 )
 
 NOTEBOOK = "03_sparse_allreduce.ipynb"
-PREDICTIONS = {"predicted_byte_ratio": 10.0}  # what a learner predicted (any number: the run shows it next to the measurement)
+PREDICTIONS = {
+    "predicted_byte_ratio": 10.0
+}  # what a learner predicted (any number: the run shows it next to the measurement)
 
 
 def check_rendered(nb):
@@ -39,6 +41,7 @@ def check_rendered_followups(nb):
     assert f"{idx['delta varint']:,}, a bitmap {idx['bitmap']:,}" in shown
     links = {name: make() for name, make in scaling.LINKS.items()}
     rows = int(1e9 / (workload.EMBED_DIM * 4))
-    hier = 1e3 * cost.hierarchical_time(rows, rows // 1000, 32, 8, links["nvlink"], links["infiniband"], row=workload.EMBED_DIM)
+    hier = 1e3 * cost.hierarchical_time(
+        rows, rows // 1000, 32, 8, links["nvlink"], links["infiniband"], row=workload.EMBED_DIM
+    )
     assert f"{hier:.1f} ms on 32 nodes" in shown, shown
-

@@ -16,8 +16,9 @@ def cases(tmp_path_factory):
     out = {}
     for size in WORLD_SIZES:
         path = tmp_path_factory.mktemp("sparse") / f"w{size}.json"
-        result = runner.run_distributed(module="trainlab.sparse.cases", nproc=size, args=[path], timeout=300,
-                                        stream=False, retry_crash=True)
+        result = runner.run_distributed(
+            module="trainlab.sparse.cases", nproc=size, args=[path], timeout=300, stream=False, retry_crash=True
+        )
         assert result.ok, result.error + "\n" + result.output[-2000:]
         out[size] = json.loads(path.read_text())
     return out
@@ -78,6 +79,7 @@ def test_every_pattern_counts_ring_steps_in_one_unit():
 
 def test_over_a_real_link_latency_pulls_the_crossover_below_the_byte_crossover_as_ranks_grow():
     from trainlab.distributed import scaling
+
     link, D = scaling.infiniband(), 1 << 22
     few, many = cost.link_crossover("allgather", 8, link, D), cost.link_crossover("allgather", 256, link, D)
     assert 0.5 * cost.byte_crossover("allgather", 8, D) < few < cost.byte_crossover("allgather", 8, D)  # bytes decide
@@ -93,16 +95,24 @@ def test_index_overhead_is_the_index_over_the_row_values():
     assert cost.index_overhead(1) == pytest.approx(2.0)  # 12 bytes for 4: 3x
     assert cost.index_overhead(16) == pytest.approx(0.125)
     assert cost.index_overhead(16, idx_bytes=4) == pytest.approx(0.0625)
-    pair, dense = cost.bytes_sent("allgather", 1000, 100, 2, row=16), cost.bytes_sent("allgather", 1000, 100, 2, row=16,
-                                                                                         idx_bytes=0)
+    pair, dense = (
+        cost.bytes_sent("allgather", 1000, 100, 2, row=16),
+        cost.bytes_sent("allgather", 1000, 100, 2, row=16, idx_bytes=0),
+    )
     assert (pair - dense) / (dense - 2 * cost.COUNT_BYTES) == pytest.approx(cost.index_overhead(16), rel=1e-6)
 
 
 @pytest.fixture(scope="module")
 def training(tmp_path_factory):
     path = tmp_path_factory.mktemp("sparse-train") / "train.json"
-    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=2, args=[path, "--steps", 80],
-                                    timeout=300, stream=False, retry_crash=True)
+    result = runner.run_distributed(
+        module="trainlab.sparse.workload",
+        nproc=2,
+        args=[path, "--steps", 80],
+        timeout=300,
+        stream=False,
+        retry_crash=True,
+    )
     assert result.ok, result.error
     return json.loads(path.read_text())["runs"]
 
@@ -130,8 +140,14 @@ def test_error_feedback_keeps_top_k_close_to_dense(training):
 
 def test_small_sweep_reports_times_and_bytes_the_model_predicts(tmp_path):
     path = tmp_path / "sweep.json"
-    result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=2, timeout=300, stream=False, retry_crash=True,
-                                    args=[path, "--size", 1 << 18, "--densities", 0.001, 0.3, "--repeats", 2])
+    result = runner.run_distributed(
+        module="trainlab.sparse.sweep",
+        nproc=2,
+        timeout=300,
+        stream=False,
+        retry_crash=True,
+        args=[path, "--size", 1 << 18, "--densities", 0.001, 0.3, "--repeats", 2],
+    )
     assert result.ok, result.error
     sweep = json.loads(path.read_text())
     constants = sweep["constants"]
@@ -154,12 +170,19 @@ def test_the_patterns_built_on_all_gather_all_to_all_and_send_recv_run_on_the_de
     """Under make test-gpu: nccl, one rank per GPU, every pattern but gloo's own; here gloo on CPU."""
     from tests.conftest import DEVICE
     import torch
+
     ranks = 2 if DEVICE == "cpu" else torch.cuda.device_count()
     if ranks < 2:
         pytest.skip(f"the nccl run needs 2 or more GPUs; {ranks} visible")
     path = tmp_path / "cases.json"
-    result = runner.run_distributed(module="trainlab.sparse.cases", nproc=ranks, timeout=300, stream=False, retry_crash=True,
-                                    args=[path, "--device", DEVICE, "--exactness-only"])
+    result = runner.run_distributed(
+        module="trainlab.sparse.cases",
+        nproc=ranks,
+        timeout=300,
+        stream=False,
+        retry_crash=True,
+        args=[path, "--device", DEVICE, "--exactness-only"],
+    )
     assert result.ok, result.error
     got = json.loads(path.read_text())
     ran = {r["algorithm"] for r in got["exactness"]}

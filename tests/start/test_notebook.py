@@ -4,8 +4,13 @@ numbers; the learner notebook, every check "not attempted", its numbers changing
 
 import pytest
 
-from tests.notebook_run import (assert_learner_checks_not_attempted, assert_solution_checks_pass, run_learner,
-                                run_solution, texts)
+from tests.notebook_run import (
+    assert_learner_checks_not_attempted,
+    assert_solution_checks_pass,
+    run_learner,
+    run_solution,
+    texts,
+)
 from tests.notebook_run import test_learner_notebook_checks_report_not_attempted  # noqa: F401  (collected here)
 
 NOTEBOOK = "00_start_here.ipynb"

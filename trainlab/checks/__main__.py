@@ -28,8 +28,12 @@ def main(argv=None):
     parser.add_argument("exercise", nargs="?", help="the exercise's name, as in its %%%%lab cell (debugging/nan_2)")
     parser.add_argument("file", nargs="?", help="the fixed script")
     parser.add_argument("--list", action="store_true", help="list every exercise's name and exit")
-    parser.add_argument("--warm", nargs="*", metavar="EXERCISE",
-                        help="check every exercise's solution (or these) once; exit status 0 when all pass")
+    parser.add_argument(
+        "--warm",
+        nargs="*",
+        metavar="EXERCISE",
+        help="check every exercise's solution (or these) once; exit status 0 when all pass",
+    )
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(checks.exercises.everything()))
@@ -61,8 +65,10 @@ def warm(names):
     for exercise in exercises:
         start = time.perf_counter()
         verdict = exercise.verdict(labs.source(exercise.lab, fixed=True))
-        print(f"{exercise.name}: {'passes' if verdict.passed else verdict.kind} ({time.perf_counter() - start:.0f} s)",
-              flush=True)
+        print(
+            f"{exercise.name}: {'passes' if verdict.passed else verdict.kind} ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
         if not verdict.passed:
             failed.append(exercise.name)
             print(verdict)

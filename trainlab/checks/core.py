@@ -60,8 +60,10 @@ class _NotStated:
     head = "Diagnosis not stated"
 
     def __str__(self):
-        return ("diagnosis not stated: state it (diagnosis.form(LAB) or diagnosis.state(...)) before you "
-                "look at the fix - an interview grades the reasoning too")
+        return (
+            "diagnosis not stated: state it (diagnosis.form(LAB) or diagnosis.state(...)) before you "
+            "look at the fix - an interview grades the reasoning too"
+        )
 
 
 NOT_STATED = _NotStated()
@@ -80,8 +82,13 @@ class Verdict:
         return self.kind == "pass"
 
     def __str__(self):
-        head = {"pass": "Correct", "incorrect": "Incorrect", "error": "Your code raised an error",
-                "timed out": "Timed out", "not attempted": "Not attempted yet"}[self.kind]
+        head = {
+            "pass": "Correct",
+            "incorrect": "Incorrect",
+            "error": "Your code raised an error",
+            "timed out": "Timed out",
+            "not attempted": "Not attempted yet",
+        }[self.kind]
         if self.diagnosis is not None:  # graded apart: "diagnosis right, fix incorrect: ..."
             head = f"{self.diagnosis.head}, fix {head.lower()}"
             extra = f"\n{self.diagnosis}"
@@ -97,14 +104,18 @@ class Verdict:
         head, *rest = str(self).removesuffix(f"\n{self.details}" if self.details else "").splitlines()
         more = "".join(f"<div style='margin-top:4px'>{html.escape(line)}</div>" for line in rest)
         details = f"<pre style='margin:4px 0 0'>{html.escape(self.details)}</pre>" if self.details else ""
-        return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
-                f"{html.escape(head)}</b>{more}{details}</div>")
+        return (
+            f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
+            f"{html.escape(head)}</b>{more}{details}</div>"
+        )
 
 
 def same_text(a, b):
     """True when two scripts differ only in blank lines and trailing spaces."""
+
     def normal(text):
         return [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+
     return normal(a) == normal(b)
 
 
@@ -143,8 +154,14 @@ class Exercise:
 
     def solution_text(self):
         """The fix as a diff of the shipped script."""
-        diff = difflib.unified_diff(self.shipped().splitlines(), labs.source(self.lab, fixed=True).splitlines(),
-                                    "shipped", "fixed", lineterm="", n=2)
+        diff = difflib.unified_diff(
+            self.shipped().splitlines(),
+            labs.source(self.lab, fixed=True).splitlines(),
+            "shipped",
+            "fixed",
+            lineterm="",
+            n=2,
+        )
         return "\n".join(diff)
 
     def verdict(self, source):
@@ -175,8 +192,11 @@ class Exercise:
         try:
             progress.record(verdict)
         except OSError as exc:  # a read-only home must not cost the learner the verdict
-            warnings.warn(f"this verdict was not recorded in {progress.folder()}: {exc}; "
-                          "set TRAINLAB_PROGRESS_DIR to a writable folder", stacklevel=2)
+            warnings.warn(
+                f"this verdict was not recorded in {progress.folder()}: {exc}; "
+                "set TRAINLAB_PROGRESS_DIR to a writable folder",
+                stacklevel=2,
+            )
         return verdict
 
     def hint(self, level=None):
@@ -225,12 +245,18 @@ class HarnessExercise(Exercise):
 
     def measure(self, source):
         """(the child's runner.Result, the JSON it wrote or None)."""
+
         def launch(script, out):
             args = [*self.harness_args(), script, out]
             if self.world_size:  # a crash inside torch is launched again: nothing of the first may be judged
-                return runner.run_distributed(module=self.harness, nproc=self.world_size, args=args,
-                                              timeout=self.timeout, stream=False,
-                                              retry_crash=lambda: out.unlink(missing_ok=True))
+                return runner.run_distributed(
+                    module=self.harness,
+                    nproc=self.world_size,
+                    args=args,
+                    timeout=self.timeout,
+                    stream=False,
+                    retry_crash=lambda: out.unlink(missing_ok=True),
+                )
             return runner.run_python(module=self.harness, args=args, timeout=self.timeout, stream=False)
 
         return run_on_source(source, launch, prefix=f"{self.harness.replace('.', '-')}-")

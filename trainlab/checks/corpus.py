@@ -96,6 +96,7 @@ class CorrectAlternative:
 # What a learner tries first when training misbehaves. Each raises EditError when the script
 # has nowhere to apply it, so a corpus entry never silently tests the unchanged script.
 
+
 def _sub_once(pattern, repl, text, what, flags=0):
     new, count = re.subn(pattern, repl, text, count=1, flags=flags)
     if not count:
@@ -115,8 +116,10 @@ def fixed(*pairs, then=(), unfixed=()):
 
 def raise_lr(factor=10):
     """The first learning rate multiplied by factor."""
+
     def edit(text):
         return lower_lr(text, 1 / factor)
+
     edit.__name__ = f"raise_lr({factor})"
     return edit
 
@@ -128,10 +131,16 @@ def lower_lr(text, factor=10):
 
 def clip_gradients(max_norm=1.0):
     """Gradient clipping at max_norm just before the first optimizer.step()."""
+
     def edit(text):
-        return _sub_once(r"^(\s*)optimizer\.step\(\)",
-                         rf"\1torch.nn.utils.clip_grad_norm_(model.parameters(), {max_norm})\n\1optimizer.step()",
-                         text, "clip gradients", flags=re.M)
+        return _sub_once(
+            r"^(\s*)optimizer\.step\(\)",
+            rf"\1torch.nn.utils.clip_grad_norm_(model.parameters(), {max_norm})\n\1optimizer.step()",
+            text,
+            "clip gradients",
+            flags=re.M,
+        )
+
     edit.__name__ = f"clip_gradients({max_norm})"
     return edit
 
@@ -165,28 +174,35 @@ def dedent(text, by=4):
 def masters_by_hooks(optimizer_line, new_optimizer_line, resync):
     """fp32 master copies of a 16-bit model, moved in and out by optimizer step hooks. resync=True:
     the pre-hook also re-makes the masters from the 16-bit model before every update."""
-    load = ("            m.copy_(p)  # the masters start from the model's weights\n"
-            "            m.grad = p.grad.float()\n") if resync else \
-        "            m.grad, p.grad = p.grad.float(), None\n"
-    return (optimizer_line,
-            "master = [p.detach().float().requires_grad_() for p in model.parameters()]  # fp32 master weights\n"
-            + new_optimizer_line + "\n\n\n"
-            "def masters_in(opt, args, kwargs):  # before each update: fp32 gradients into the masters\n"
-            "    with torch.no_grad():\n"
-            "        for m, p in zip(master, model.parameters()):\n" + load + "\n\n"
-            "def masters_out(opt, args, kwargs):  # after it: the model's weights from the masters\n"
-            "    with torch.no_grad():\n"
-            "        for m, p in zip(master, model.parameters()):\n"
-            "            p.copy_(m)\n\n\n"
-            "optimizer.register_step_pre_hook(masters_in)\n"
-            "optimizer.register_step_post_hook(masters_out)")
+    load = (
+        ("            m.copy_(p)  # the masters start from the model's weights\n            m.grad = p.grad.float()\n")
+        if resync
+        else "            m.grad, p.grad = p.grad.float(), None\n"
+    )
+    return (
+        optimizer_line,
+        "master = [p.detach().float().requires_grad_() for p in model.parameters()]  # fp32 master weights\n"
+        + new_optimizer_line
+        + "\n\n\n"
+        "def masters_in(opt, args, kwargs):  # before each update: fp32 gradients into the masters\n"
+        "    with torch.no_grad():\n"
+        "        for m, p in zip(master, model.parameters()):\n" + load + "\n\n"
+        "def masters_out(opt, args, kwargs):  # after it: the model's weights from the masters\n"
+        "    with torch.no_grad():\n"
+        "        for m, p in zip(master, model.parameters()):\n"
+        "            p.copy_(m)\n\n\n"
+        "optimizer.register_step_pre_hook(masters_in)\n"
+        "optimizer.register_step_post_hook(masters_out)",
+    )
 
 
 def round_weights_hook(dtype):
-    return ("loss_fn = nn.CrossEntropyLoss()\n",
-            "loss_fn = nn.CrossEntropyLoss()\n\n\n"
-            "def round_weights(opt, args, kwargs):  # the weights stay exact in the 16-bit format\n"
-            "    with torch.no_grad():\n"
-            "        for p in model.parameters():\n"
-            f"            p.copy_(p.to({dtype}))\n\n\n"
-            "optimizer.register_step_post_hook(round_weights)\n")
+    return (
+        "loss_fn = nn.CrossEntropyLoss()\n",
+        "loss_fn = nn.CrossEntropyLoss()\n\n\n"
+        "def round_weights(opt, args, kwargs):  # the weights stay exact in the 16-bit format\n"
+        "    with torch.no_grad():\n"
+        "        for p in model.parameters():\n"
+        f"            p.copy_(p.to({dtype}))\n\n\n"
+        "optimizer.register_step_post_hook(round_weights)\n",
+    )

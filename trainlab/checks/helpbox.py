@@ -23,8 +23,10 @@ class HelpBox:
     def __repr__(self):
         name = self.exercise.name
         doctor = ", the doctor's reading" if self.offers_doctor else ""
-        return (f"Help for {name}: in JupyterLab, buttons for the next hint{doctor} and the solution; "
-                f"from code, trainlab.checks.get({name!r}).hint()")
+        return (
+            f"Help for {name}: in JupyterLab, buttons for the next hint{doctor} and the solution; "
+            f"from code, trainlab.checks.get({name!r}).hint()"
+        )
 
     def _label(self):
         rung, total = self.exercise._next_hint + 1, len(self.exercise.hints)
@@ -54,7 +56,10 @@ class HelpBox:
 
             def on_doctor(_):  # two clicks, as for the solution: the doctor names the causes
                 if doctor.description == "The doctor's reading":
-                    doctor.description, doctor.button_style = "Ask the doctor? It names the causes: click again", "warning"
+                    doctor.description, doctor.button_style = (
+                        "Ask the doctor? It names the causes: click again",
+                        "warning",
+                    )
                     return
                 doctor.button_style = ""
                 doctor.disabled, doctor.description = True, "The doctor is reading the run..."

@@ -37,8 +37,21 @@ from trainlab.checks.mechanisms.outcome import GUARDS, Learns
 class LabExercise(Exercise):
     """Fix the lab; judged per cause (mechanisms) and on held-out accuracy against its solution."""
 
-    def __init__(self, lab, *, mechanisms, hints=(), corpus=(), max_steps=200, max_train=None, also_at=None,
-                 min_gap_closed=0.5, chance=0.1, timeout=30.0, guards=None):
+    def __init__(
+        self,
+        lab,
+        *,
+        mechanisms,
+        hints=(),
+        corpus=(),
+        max_steps=200,
+        max_train=None,
+        also_at=None,
+        min_gap_closed=0.5,
+        chance=0.1,
+        timeout=30.0,
+        guards=None,
+    ):
         super().__init__(lab, hints, corpus)
         # cause id -> what must hold in the learner's run (one mechanism, or a tuple of them)
         self.mechanisms = {cause: m if isinstance(m, tuple) else (m,) for cause, m in mechanisms.items()}
@@ -56,14 +69,20 @@ class LabExercise(Exercise):
         return tuple(self.mechanisms)
 
     def variant(self, name, source, reference=None):
-        return {"name": name, "source": source, "max_steps": self.max_steps, "budget_s": self.timeout,
-                "reference": reference}
+        return {
+            "name": name,
+            "source": source,
+            "max_steps": self.max_steps,
+            "budget_s": self.timeout,
+            "reference": reference,
+        }
 
     def reference_variant(self, name="solution"):
         # the reference may take long on a busy machine: a missing reference is no verdict at all; the
         # same solution run is served from the measuring cache when nothing it depends on changed
-        return dict(self.variant(name, labs.source(self.lab, fixed=True)), budget_s=max(10 * self.timeout, 300),
-                    cache=True)
+        return dict(
+            self.variant(name, labs.source(self.lab, fixed=True)), budget_s=max(10 * self.timeout, 300), cache=True
+        )
 
     def measure(self, sources, device=None, stream=False):
         """Run the solution and {name: source} in one child (and again at `also_at`, named
@@ -72,9 +91,19 @@ class LabExercise(Exercise):
         variants += [self.variant(name, source, reference="solution") for name, source in sources.items()]
         reports = run_variants(variants, device or self.device, self.timeout, stream, max_train=self.max_train)
         if self.also_at:
-            again = run_variants([dict(v, name=f"{v['name']}@{self.also_at}",
-                                       reference=v["reference"] and f"{v['reference']}@{self.also_at}") for v in variants],
-                                 device or self.device, self.timeout, max_train=self.also_at)
+            again = run_variants(
+                [
+                    dict(
+                        v,
+                        name=f"{v['name']}@{self.also_at}",
+                        reference=v["reference"] and f"{v['reference']}@{self.also_at}",
+                    )
+                    for v in variants
+                ],
+                device or self.device,
+                self.timeout,
+                max_train=self.also_at,
+            )
             reports.update(again)
         return reports
 
@@ -88,8 +117,11 @@ class LabExercise(Exercise):
             return self.judge_reports(reports.get("solution"), reports.get("solution"))
         reports = self.measure({"learner": source})
         at = f"@{self.also_at}"
-        return self.judge_reports(reports.get("learner"), reports.get("solution"),
-                                  (reports.get("learner" + at), reports.get("solution" + at)) if self.also_at else None)
+        return self.judge_reports(
+            reports.get("learner"),
+            reports.get("solution"),
+            (reports.get("learner" + at), reports.get("solution" + at)) if self.also_at else None,
+        )
 
     def verdicts(self, sources):
         """All sources and the solution measured in one child, then judged one by one."""
@@ -109,18 +141,26 @@ class LabExercise(Exercise):
                 shown.append(str(outcome))
         if not shown:
             return
-        count = (f" ({len(shown)} of the {len(self.mechanisms)} problems this check measures "
-                 f"{'still shows' if len(shown) == 1 else 'still show'})" if len(self.mechanisms) > 1 else "")
+        count = (
+            f" ({len(shown)} of the {len(self.mechanisms)} problems this check measures "
+            f"{'still shows' if len(shown) == 1 else 'still show'})"
+            if len(self.mechanisms) > 1
+            else ""
+        )
         raise Incorrect("; and ".join(shown) + count)
 
     def judge_elsewhere(self, mine, ref):
         """Every mechanism, in the run on a training set of the other size."""
         if ref is None or mine is None or ref.get("status") != "ok":
-            raise TimedOut(f"the check's second run (a training set of {self.also_at} images) did not finish; run "
-                           "the cell again when the machine is less busy")
+            raise TimedOut(
+                f"the check's second run (a training set of {self.also_at} images) did not finish; run "
+                "the cell again when the machine is less busy"
+            )
         if mine["status"] != "ok" or not mine["steps"]:
-            raise LearnerError(f"on a training set of {self.also_at} images: {mine.get('error') or 'no step ran'}",
-                               mine.get("traceback") or "")
+            raise LearnerError(
+                f"on a training set of {self.also_at} images: {mine.get('error') or 'no step ran'}",
+                mine.get("traceback") or "",
+            )
         try:
             self.judge_mechanisms(mine, ref)
         except Incorrect as outcome:
@@ -130,8 +170,11 @@ class LabExercise(Exercise):
         """The verdict from the learner's report and the solution's; elsewhere: the same two at the
         second training-set size (also_at), where every mechanism must hold too."""
         if ref is None or ref.get("status") == "timeout":
-            raise TimedOut("the check's reference run (the lab's solution) did not finish on this machine"
-                           + (f": {ref['error']}" if ref else "") + "; run the cell again when the machine is less busy")
+            raise TimedOut(
+                "the check's reference run (the lab's solution) did not finish on this machine"
+                + (f": {ref['error']}" if ref else "")
+                + "; run the cell again when the machine is less busy"
+            )
         if ref.get("status") != "ok" or ref.get("accuracy") is None:
             raise RuntimeError(f"the lab's own solution failed in this environment: {ref.get('error')}")
         if mine is None:
@@ -152,12 +195,16 @@ class LabExercise(Exercise):
         if mine["steps"] < self.max_steps:
             raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps}")
         if mine.get("accuracy") is None:
-            raise Incorrect("keep the names `model` and `test_loader`: the check evaluates them"
-                            + (f" ({mine['eval_error']})" if mine.get("eval_error") else ""))
+            raise Incorrect(
+                "keep the names `model` and `test_loader`: the check evaluates them"
+                + (f" ({mine['eval_error']})" if mine.get("eval_error") else "")
+            )
         acc, best = mine["accuracy"], ref["accuracy"]
         needed = self.chance + self.min_gap_closed * (best - self.chance)
-        numbers = (f"test accuracy {acc:.1%} after {mine['steps']} steps; the solution reaches {best:.1%}, "
-                   f"chance is {self.chance:.0%}")
+        numbers = (
+            f"test accuracy {acc:.1%} after {mine['steps']} steps; the solution reaches {best:.1%}, "
+            f"chance is {self.chance:.0%}"
+        )
         if acc < needed:
             raise Incorrect(f"{numbers}; at least {needed:.1%} is needed")
         return numbers
@@ -176,7 +223,7 @@ def judge_together(requests, device="cpu"):
     for cap, group in by_cap.items():
         variants, seen = [], set()
         for exercise, name, source in group:
-            at = name[name.index("@"):] if exercise.also_at and name.endswith(f"@{exercise.also_at}") else ""
+            at = name[name.index("@") :] if exercise.also_at and name.endswith(f"@{exercise.also_at}") else ""
             solution = f"{exercise.name}//solution{at}"
             if solution not in seen:
                 seen.add(solution)
@@ -197,8 +244,11 @@ def judge_together(requests, device="cpu"):
             if same_text(source, exercise.shipped()):
                 raise NotAttempted("the cell is unchanged from the lab")
             elsewhere = (report(at), reports.get(f"{exercise.name}//solution{at}")) if at else None
-            verdict = Verdict(exercise.name, "pass", exercise.judge_reports(
-                mine, reports.get(f"{exercise.name}//solution"), elsewhere))
+            verdict = Verdict(
+                exercise.name,
+                "pass",
+                exercise.judge_reports(mine, reports.get(f"{exercise.name}//solution"), elsewhere),
+            )
         except Outcome as outcome:
             verdict = Verdict(exercise.name, outcome.kind, str(outcome), outcome.details)
         out.setdefault(exercise.name, {})[name] = (verdict, mine)

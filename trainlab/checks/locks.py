@@ -58,22 +58,32 @@ def unlock(notebook, cell_id, ask=False):
     path, cells = _cells(notebook)
     index = next((i for i, c in enumerate(cells) if c.get("id") == cell_id), None)
     if index is None:
-        raise KeyError(f"{path.name} has no cell {cell_id!r}: your copy of {notebook}.ipynb is older than the workbook; "
-                       f"take the new one with `python -m trainlab.workspace --refresh {notebook}.ipynb` (yours is kept "
-                       "as a backup)")
+        raise KeyError(
+            f"{path.name} has no cell {cell_id!r}: your copy of {notebook}.ipynb is older than the workbook; "
+            f"take the new one with `python -m trainlab.workspace --refresh {notebook}.ipynb` (yours is kept "
+            "as a backup)"
+        )
     cell = cells[index]
     opened, waiting = is_open(opens_after(cell), ask)
     if not opened:
-        say(f"*Locked: this part explains the fix of {' and '.join(f'`{n}`' for n in waiting)}. It opens once "
+        say(
+            f"*Locked: this part explains the fix of {' and '.join(f'`{n}`' for n in waiting)}. It opens once "
             f"your fix passes its check in this kernel (then run this cell again), or now with "
-            f"`trainlab.checks.unlock({notebook!r}, {cell_id!r}, ask=True)` - counted as help, like a hint.*")
+            f"`trainlab.checks.unlock({notebook!r}, {cell_id!r}, ask=True)` - counted as help, like a hint.*"
+        )
         return False
     if cell.cell_type == "markdown":
         say(cell.source)
         return True
     labs_here = set(opens_after(cell))  # only the cells that explain these labs: asking opens nothing else
-    earlier = [c for c in cells[:index] if c.cell_type == "code" and opens_after(c)
-               and set(opens_after(c)) <= labs_here and (notebook, c.get("id")) not in RAN]
+    earlier = [
+        c
+        for c in cells[:index]
+        if c.cell_type == "code"
+        and opens_after(c)
+        and set(opens_after(c)) <= labs_here
+        and (notebook, c.get("id")) not in RAN
+    ]
     for c in [*earlier, cell]:
         _run(notebook, c)
     return True

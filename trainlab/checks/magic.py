@@ -54,8 +54,11 @@ def lab_reset(line):
 
 def browser_rows(*modules):
     """[(symptom, lab name, report)] for every lab with an exercise, grouped by symptom."""
-    rows = [(labs.get(n).symptom, n, labs.get(n).report) for n in exercises.everything()
-            if not modules or n.split("/")[0] in modules]
+    rows = [
+        (labs.get(n).symptom, n, labs.get(n).report)
+        for n in exercises.everything()
+        if not modules or n.split("/")[0] in modules
+    ]
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
@@ -68,12 +71,16 @@ def lab_browser(line=""):
     lines = ["| open it as a checked cell | symptom | what the engineer reports |", "|---|---|---|"]
     escape = str.maketrans({"|": "\\|"})  # a | inside a cell would end it
     lines += [f"| `%lab_open {name}` | {symptom} | {report.translate(escape)} |" for symptom, name, report in rows]
-    body = "".join(f"<tr><td style='white-space:nowrap'><code>%lab_open {html.escape(name)}</code></td>"
-                   f"<td>{html.escape(symptom)}</td><td style='text-align:left'>{html.escape(report)}</td></tr>"
-                   for symptom, name, report in rows)
-    page = ("<p>Copy a command into a new cell and run it: the lab appears below it as a checked cell.</p>"
-            "<table><thead><tr><th>open it as a checked cell</th><th>symptom</th>"
-            f"<th style='text-align:left'>what the engineer reports</th></tr></thead><tbody>{body}</tbody></table>")
+    body = "".join(
+        f"<tr><td style='white-space:nowrap'><code>%lab_open {html.escape(name)}</code></td>"
+        f"<td>{html.escape(symptom)}</td><td style='text-align:left'>{html.escape(report)}</td></tr>"
+        for symptom, name, report in rows
+    )
+    page = (
+        "<p>Copy a command into a new cell and run it: the lab appears below it as a checked cell.</p>"
+        "<table><thead><tr><th>open it as a checked cell</th><th>symptom</th>"
+        f"<th style='text-align:left'>what the engineer reports</th></tr></thead><tbody>{body}</tbody></table>"
+    )
     if in_ipython():
         from IPython.display import display
 

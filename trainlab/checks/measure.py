@@ -53,8 +53,7 @@ NONFINITE_STOP = 10  # non-finite losses in a row that end a variant's run (its 
 SMALL_TENSOR = 4096  # the script's tensors up to this many elements are reported (per-class counts, ...)
 
 
-def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None, max_train=None,
-                 slack_s=SLACK_S):
+def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress=None, max_train=None, slack_s=SLACK_S):
     """Run [{name, source, max_steps[, reference, budget_s, curves]}] one after another; return {name: report}.
 
     timeout is each variant's budget in seconds unless it sets its own budget_s. max_train, if
@@ -93,8 +92,13 @@ def _run_pending(variants, pending, reports, device, timeout, stream, on_progres
 
 
 CACHE = paths.BUILD / "measure-cache"
-NOT_THE_RUN = ("TRAINLAB_PROGRESS_DIR", "TRAINLAB_CRASH_LOG",  # where records go: a new folder per test session
-               "TRAINLAB_ROOM_URL", "TRAINLAB_HUB_PYTHON", "TRAINLAB_HUB_PROXY")  # where a room's hub is (make hub)
+NOT_THE_RUN = (
+    "TRAINLAB_PROGRESS_DIR",
+    "TRAINLAB_CRASH_LOG",  # where records go: a new folder per test session
+    "TRAINLAB_ROOM_URL",
+    "TRAINLAB_HUB_PYTHON",
+    "TRAINLAB_HUB_PROXY",
+)  # where a room's hub is (make hub)
 
 
 def _code_version():
@@ -174,8 +178,16 @@ def budget(variant, reports, timeout, slack_s=SLACK_S):
 def _run_child(variants, done, device, timeout, stream, on_progress, max_train, slack_s):
     with tempfile.TemporaryDirectory(prefix="trainlab-measure-") as tmp:
         spec, report, progress = Path(tmp) / "spec.json", Path(tmp) / "report.json", Path(tmp) / "progress.json"
-        spec.write_text(json.dumps({"variants": variants, "device": str(device), "max_train": max_train,
-                                    "progress": str(progress) if on_progress else None}))
+        spec.write_text(
+            json.dumps(
+                {
+                    "variants": variants,
+                    "device": str(device),
+                    "max_train": max_train,
+                    "progress": str(progress) if on_progress else None,
+                }
+            )
+        )
         by_name = {v["name"]: v for v in variants}
         seen = {"progress": None, "load": {}}  # the highest load seen while each variant ran: a budget never shrinks
 
@@ -189,16 +201,25 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
                 allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s) * load
                 if time.time() - started > allowed:
                     reference = by_name[running].get("reference")
-                    why = f"{SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s" if reference \
-                        and reference in {**done, **state["variants"]} else ""
+                    why = (
+                        f"{SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s"
+                        if reference and reference in {**done, **state["variants"]}
+                        else ""
+                    )
                     why = "; ".join(filter(None, [why, f"x{load:.1f} for the machine's load" if load > 1.05 else ""]))
                     return f"stopped after {allowed:.0f} s, its time budget" + (f" ({why})" if why else "")
             return None
 
         # the watchdog stops a variant long before; this only bounds a child whose watchdog cannot
         safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * load_factor()
-        result = runner.run_python(module="trainlab.checks.measure", args=[spec, report], timeout=safety, stream=stream,
-                                   watchdog=watchdog, env={"OMP_NUM_THREADS": str(child_threads())})
+        result = runner.run_python(
+            module="trainlab.checks.measure",
+            args=[spec, report],
+            timeout=safety,
+            stream=stream,
+            watchdog=watchdog,
+            env={"OMP_NUM_THREADS": str(child_threads())},
+        )
         if on_progress is not None:
             _publish(progress, seen, on_progress)
         return _read(report), result
@@ -240,22 +261,37 @@ def held_out_accuracy(namespace):
 
 def small_tensors(namespace):
     """The script's own small tensors at the moment it stopped, as lists (per-class reports, ...)."""
-    return {name: value.detach().float().cpu().tolist() for name, value in namespace.items()
-            if isinstance(value, torch.Tensor) and not name.startswith("_") and 0 < value.numel() <= SMALL_TENSOR
-            and not isinstance(value, torch.nn.Parameter)}
+    return {
+        name: value.detach().float().cpu().tolist()
+        for name, value in namespace.items()
+        if isinstance(value, torch.Tensor)
+        and not name.startswith("_")
+        and 0 < value.numel() <= SMALL_TENSOR
+        and not isinstance(value, torch.nn.Parameter)
+    }
 
 
 def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=False):
     torch.manual_seed(seed)
     report = {"name": name, "status": "ok", "error": "", "traceback": ""}
     on_step = _progress_writer(name, progress_path) if progress_path else None
-    with Probe(max_steps, time_limit_s=float("inf"), watch_finite=False, curves=curves or bool(progress_path),
-               on_step=on_step, every_step=True, stop_after_nonfinite=NONFINITE_STOP) as probe:
+    with Probe(
+        max_steps,
+        time_limit_s=float("inf"),
+        watch_finite=False,
+        curves=curves or bool(progress_path),
+        on_step=on_step,
+        every_step=True,
+        stop_after_nonfinite=NONFINITE_STOP,
+    ) as probe:
         ran = execute(source=source, label=f"<{name} cell>", file=f"<{name}>")
     namespace = ran.namespace
     if ran.error is not None:  # the learner's own error: reported with their traceback, their code first
-        report.update(status="error", error=f"{type(ran.error).__name__}: {ran.error}",
-                      traceback=ran.traceback(keep=lambda line: line.lstrip().startswith('File "<') and "cell>" in line))
+        report.update(
+            status="error",
+            error=f"{type(ran.error).__name__}: {ran.error}",
+            traceback=ran.traceback(keep=lambda line: line.lstrip().startswith('File "<') and "cell>" in line),
+        )
     report.update(probe.summary())
     report["accuracy"], report["tensors"], report["label_test"] = None, {}, None
     if report["status"] == "ok":
@@ -277,8 +313,10 @@ def _progress_writer(name, path, every_s=0.3):
         now = time.perf_counter()
         if now - last[0] >= every_s:
             last[0] = now
-            _write(path, {"name": name, "losses": probe.losses, "grad_norms": probe.grad_norms,
-                          "batch_accs": probe.batch_accs})
+            _write(
+                path,
+                {"name": name, "losses": probe.losses, "grad_norms": probe.grad_norms, "batch_accs": probe.batch_accs},
+            )
 
     return write
 
@@ -294,8 +332,13 @@ def child_main(spec_path, report_path):
         results.update(running=variant["name"], started=time.time())
         _write(report_path, results)
         results["variants"][variant["name"]] = run_variant(
-            variant["name"], variant["source"], variant["max_steps"], spec.get("seed", 0), spec.get("progress"),
-            variant.get("curves", False))
+            variant["name"],
+            variant["source"],
+            variant["max_steps"],
+            spec.get("seed", 0),
+            spec.get("progress"),
+            variant.get("curves", False),
+        )
         results.update(running=None, started=None)
         _write(report_path, results)
 

@@ -27,8 +27,20 @@ from trainlab.data import cifar, synthetic
 from trainlab.data.cifar import DataError
 from trainlab.data.loaders import DeviceLoader, ImageDataset, augmentation_params, crop_flip, standard_transform
 
-__all__ = ["DATASETS", "DataConfig", "DataError", "DeviceLoader", "ImageDataset", "ImageSet", "augmentation_params",
-           "crop_flip", "data_root", "load_images", "resolve", "standard_transform"]
+__all__ = [
+    "DATASETS",
+    "DataConfig",
+    "DataError",
+    "DeviceLoader",
+    "ImageDataset",
+    "ImageSet",
+    "augmentation_params",
+    "crop_flip",
+    "data_root",
+    "load_images",
+    "resolve",
+    "standard_transform",
+]
 DATASETS = ("auto", "cifar10", "synthetic")
 
 
@@ -74,16 +86,22 @@ def load_images(cfg=DataConfig()):
     root = data_root(cfg)
     if resolve(cfg.dataset, root) == "cifar10":
         if not cifar.is_present(root):
-            other = "use dataset='synthetic'" if cfg.dataset == "cifar10" else "set TRAINLAB_DATASET=synthetic (or unset it)"
+            other = (
+                "use dataset='synthetic'"
+                if cfg.dataset == "cifar10"
+                else "set TRAINLAB_DATASET=synthetic (or unset it)"
+            )
             asked = "dataset='cifar10'" if cfg.dataset == "cifar10" else "TRAINLAB_DATASET=cifar10"
-            raise DataError(f"{asked} was asked for but {root / cifar.FOLDER} does not exist; "
-                            f"run `make data` where there is internet, or {other}")
+            raise DataError(
+                f"{asked} was asked for but {root / cifar.FOLDER} does not exist; "
+                f"run `make data` where there is internet, or {other}"
+            )
         images = _cached_cifar(str(root))
     else:
         images = _cached_synthetic(str(root), cfg.n_train, cfg.n_test, cfg.seed)
     cap = os.environ.get("TRAINLAB_MAX_TRAIN")
     if cap:
-        images = replace(images, train_x=images.train_x[:int(cap)], train_y=images.train_y[:int(cap)])
+        images = replace(images, train_x=images.train_x[: int(cap)], train_y=images.train_y[: int(cap)])
     return images
 
 

@@ -39,8 +39,23 @@ def crop_flip(images, dy, dx, flip, pad=4):
 class DeviceLoader:
     """The fast path: a whole split on the device, batched augmentation, no worker processes."""
 
-    def __init__(self, images, labels, batch_size, *, mean, std, device="cpu", train=True,
-                 seed=0, channels_last=False, indices=None, augment=None, rank=0, world_size=1):
+    def __init__(
+        self,
+        images,
+        labels,
+        batch_size,
+        *,
+        mean,
+        std,
+        device="cpu",
+        train=True,
+        seed=0,
+        channels_last=False,
+        indices=None,
+        augment=None,
+        rank=0,
+        world_size=1,
+    ):
         self.device = torch.device(device)
         self.images = images.to(self.device)
         self.labels = labels.to(self.device)
@@ -70,8 +85,8 @@ class DeviceLoader:
     def shard(self, ids):
         """This rank's share; in training every rank gets the same count (the rest is dropped)."""
         if self.train:
-            ids = ids[:len(ids) // self.world_size * self.world_size]
-        return ids[self.rank::self.world_size]
+            ids = ids[: len(ids) // self.world_size * self.world_size]
+        return ids[self.rank :: self.world_size]
 
     def __iter__(self):
         ids = self.indices
@@ -81,7 +96,7 @@ class DeviceLoader:
             dy, dx, flip = (p.to(self.device) for p in augmentation_params(len(self.labels), self.seed, self.epoch))
         ids = self.shard(ids).to(self.device)
         for i in range(len(self)):
-            batch = ids[i * self.batch_size:(i + 1) * self.batch_size]
+            batch = ids[i * self.batch_size : (i + 1) * self.batch_size]
             x = self.images[batch]
             if self.train and self.augment:
                 x = crop_flip(x, dy[batch], dx[batch], flip[batch])

@@ -13,8 +13,16 @@ across torch versions and machines. Per-channel statistics are rescaled to CIFAR
 import numpy as np
 
 CLASSES = (
-    "disk", "ring", "square", "h-stripes", "v-stripes",
-    "cross", "checker", "triangle", "diagonal", "dots",
+    "disk",
+    "ring",
+    "square",
+    "h-stripes",
+    "v-stripes",
+    "cross",
+    "checker",
+    "triangle",
+    "diagonal",
+    "dots",
 )
 # CIFAR-10's per-channel mean and std in [0, 1] units (train split).
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)

@@ -35,8 +35,10 @@ class Diagnosis:
     help_before: tuple  # help used on this lab before stating it
 
     def __repr__(self):  # what a notebook shows when state(...) ends a cell: a line, not the fields
-        return (f"Diagnosis of {self.lab}: {', '.join(self.causes)} "
-                f"(evidence: {', '.join(e.experiment for e in self.evidence)})")
+        return (
+            f"Diagnosis of {self.lab}: {', '.join(self.causes)} "
+            f"(evidence: {', '.join(e.experiment for e in self.evidence)})"
+        )
 
     def _ipython_display_(self):  # state() has already said it was recorded
         pass
@@ -64,9 +66,11 @@ def read_words(text):
     learner confirms before anything is recorded (a false match must not spend the graded diagnosis)."""
     found = catalogue.match(text)
     lines = "\n".join(f"- {catalogue.get(c).question} `[{c}]`" for c in found)
-    say(f"Your words read as {'this cause' if len(found) == 1 else f'these {len(found)} causes'}:\n{lines}\n\n"
+    say(
+        f"Your words read as {'this cause' if len(found) == 1 else f'these {len(found)} causes'}:\n{lines}\n\n"
         "Is that what you mean? Nothing is recorded yet: in the form, *Use this reading* ticks exactly these "
-        f"(then Submit); in code, `diagnosis.state(LAB, causes={list(found)}, evidence=[...])`.")
+        f"(then Submit); in code, `diagnosis.state(LAB, causes={list(found)}, evidence=[...])`."
+    )
     return found
 
 
@@ -97,16 +101,20 @@ def state(lab, causes=None, evidence=(), text=None, confirm=False):
     gathered = {e.experiment: e for e in investigate.logged(name)}
     missing = [e for e in evidence if e not in gathered]
     if missing:
-        raise ValueError(f"no result of {', '.join(missing)} on {name} in this kernel: run "
-                         f"investigate.run({name!r}, {missing[0]!r}) first (evidence must be something you saw)")
+        raise ValueError(
+            f"no result of {', '.join(missing)} on {name} in this kernel: run "
+            f"investigate.run({name!r}, {missing[0]!r}) first (evidence must be something you saw)"
+        )
     if not evidence:
         raise ValueError("give the evidence: the experiment(s), run on this lab, whose result shows the cause")
     diagnosis = Diagnosis(name, ids, tuple(gathered[e] for e in evidence), help_record.before(name))
     STATED.setdefault(name, []).append(diagnosis)
     first = len(STATED[name]) == 1
-    say(f"Diagnosis of `{name}` recorded{'' if first else ' (after feedback: only your first one is graded)'}: "
+    say(
+        f"Diagnosis of `{name}` recorded{'' if first else ' (after feedback: only your first one is graded)'}: "
         f"{', '.join(ids)}; evidence: {'; '.join(str(e) for e in diagnosis.evidence)}. "
-        "It is graded when you run the lab's cell.")
+        "It is graded when you run the lab's cell."
+    )
     return diagnosis
 
 
@@ -120,23 +128,28 @@ def grade(lab):
     named = set(first.causes)
     problems = []
     if named - true:
-        problems.append(f"{', '.join(sorted(named - true))} {'is' if len(named - true) == 1 else 'are'} "
-                        "not what breaks this script")
+        problems.append(
+            f"{', '.join(sorted(named - true))} {'is' if len(named - true) == 1 else 'are'} not what breaks this script"
+        )
     if true - named:
         problems.append(f"{len(true - named)} cause(s) not named")
     cited = {e.experiment for e in first.evidence}
     for cause in sorted(named & true):
         if not cited & set(catalogue.get(cause).evidence):
-            problems.append(f"the evidence you cite ({', '.join(sorted(cited))}) does not tell {cause} apart "
-                            "from the other causes: which experiment would?")
+            problems.append(
+                f"the evidence you cite ({', '.join(sorted(cited))}) does not tell {cause} apart "
+                "from the other causes: which experiment would?"
+            )
     supporting = set().union(*(catalogue.get(c).evidence for c in named))
     # an experiment of a named cause's category is context a careful engineer cites too; one from elsewhere
     # is not evidence for anything named (and citing every experiment is not an argument)
     categories = {catalogue.get(c).category for c in named}
     context = {e for e in cited - supporting if _categories(e) & categories}
     if cited - supporting - context:
-        problems.append(f"{', '.join(sorted(cited - supporting - context))} cannot show any cause you named: cite the "
-                        "experiment that shows each cause, and only those")
+        problems.append(
+            f"{', '.join(sorted(cited - supporting - context))} cannot show any cause you named: cite the "
+            "experiment that shows each cause, and only those"
+        )
     if problems:
         return Grade(False, "; ".join(problems), first.help_before, len(stated) - 1)
     support = ", ".join(e.experiment for e in first.evidence if e.experiment not in context)
@@ -169,11 +182,18 @@ class DiagnosisForm:
     def _ipython_display_(self):
         import ipywidgets as w
 
-        boxes = {c.id: w.Checkbox(description=f"[{c.id}]", indent=False, layout=w.Layout(width="auto"))
-                 for _, group in catalogue.menu() for c in group}
+        boxes = {
+            c.id: w.Checkbox(description=f"[{c.id}]", indent=False, layout=w.Layout(width="auto"))
+            for _, group in catalogue.menu()
+            for c in group
+        }
         line = lambda c: w.HBox([boxes[c.id], w.HTML(c.question)], layout=w.Layout(align_items="center"))  # noqa: E731
-        groups = [w.VBox([w.HTML(f"<b>{category}</b>"), *(line(c) for c in group)]) for category, group in catalogue.menu()]
-        words = w.Text(placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%"))
+        groups = [
+            w.VBox([w.HTML(f"<b>{category}</b>"), *(line(c) for c in group)]) for category, group in catalogue.menu()
+        ]
+        words = w.Text(
+            placeholder="or describe the cause in your own words, then press Read", layout=w.Layout(width="70%")
+        )
         read, refresh = w.Button(description="Read my words"), w.Button(description="refresh evidence")
         use = w.Button(description="Use this reading", disabled=True)
         reading_out = w.Output()
@@ -185,19 +205,26 @@ class DiagnosisForm:
         def summary(_=None):
             causes = [c for c, b in boxes.items() if b.value]
             cited = [e for e, b in evidence.items() if b.value]
-            chosen.value = (f"<b>Your diagnosis so far:</b> {', '.join(causes) or 'no cause ticked'}; "
-                            f"<b>evidence:</b> {', '.join(cited) or 'none ticked'}")
+            chosen.value = (
+                f"<b>Your diagnosis so far:</b> {', '.join(causes) or 'no cause ticked'}; "
+                f"<b>evidence:</b> {', '.join(cited) or 'none ticked'}"
+            )
 
         def reload(_=None):
             ticked = {e for e, b in evidence.items() if b.value}
             evidence.clear()
             found = investigate.logged(self.lab)
             for e in found:
-                evidence[e.experiment] = w.Checkbox(value=e.experiment in ticked, description=f"{e.experiment}:",
-                                                    indent=False, layout=w.Layout(width="auto"))
+                evidence[e.experiment] = w.Checkbox(
+                    value=e.experiment in ticked,
+                    description=f"{e.experiment}:",
+                    indent=False,
+                    layout=w.Layout(width="auto"),
+                )
                 evidence[e.experiment].observe(summary, "value")
-            evidence_box.children = [w.HBox([evidence[e.experiment], w.HTML(html.escape(e.result))]) for e in found] or [
-                w.HTML("<i>no experiment run on this lab yet: run investigate.run(...) and refresh</i>")]
+            evidence_box.children = [
+                w.HBox([evidence[e.experiment], w.HTML(html.escape(e.result))]) for e in found
+            ] or [w.HTML("<i>no experiment run on this lab yet: run investigate.run(...) and refresh</i>")]
             summary()
 
         def on_read(_):
@@ -219,8 +246,11 @@ class DiagnosisForm:
             with out:
                 out.clear_output()
                 try:
-                    state(self.lab, causes=[c for c, b in boxes.items() if b.value],
-                          evidence=[e for e, b in evidence.items() if b.value])
+                    state(
+                        self.lab,
+                        causes=[c for c, b in boxes.items() if b.value],
+                        evidence=[e for e, b in evidence.items() if b.value],
+                    )
                 except ValueError as exc:
                     print(f"not recorded: {exc}")
 
@@ -231,11 +261,22 @@ class DiagnosisForm:
         refresh.on_click(reload)
         submit.on_click(send)
         reload()
-        show_widget(w.VBox([w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
-                            w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")), w.HBox([words, read, use]),
-                            reading_out,
-                            w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"), evidence_box,
-                            chosen, w.HBox([refresh, submit]), out]), repr(self))
+        show_widget(
+            w.VBox(
+                [
+                    w.HTML(f"<b>Your diagnosis of {self.lab}</b> (the first one submitted is graded)"),
+                    w.GridBox(groups, layout=w.Layout(grid_template_columns="1fr 1fr")),
+                    w.HBox([words, read, use]),
+                    reading_out,
+                    w.HTML("<b>Evidence</b> (experiments run on this lab in this kernel)"),
+                    evidence_box,
+                    chosen,
+                    w.HBox([refresh, submit]),
+                    out,
+                ]
+            ),
+            repr(self),
+        )
 
 
 core.DIAGNOSIS.update(grade=grade, doctor_reading=investigate.doctor_report)

@@ -39,6 +39,7 @@ def anomaly_mode(model, x, y, repeats=15):
     the backward op anomaly mode names on lab nan_2's hand-written KL divergence, sum(t * log(t / p)),
     against one-hot targets: where t = 0 the forward is 0 * log 0 = NaN, and the backward of that log
     divides 0 by 0 - anomaly mode stops there and prints the forward line that made it."""
+
     def step():
         model.zero_grad(set_to_none=True)
         F.cross_entropy(model(x), y).backward()
@@ -50,8 +51,9 @@ def anomaly_mode(model, x, y, repeats=15):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled", once per call
         # interleaved: a machine that slows down part way slows both alike, so the ratio stands
-        timed = timing.interleaved({"plain": step, "anomaly": step_under_anomaly}, device=x.device, repeats=repeats,
-                                   flush=False)
+        timed = timing.interleaved(
+            {"plain": step, "anomaly": step_under_anomaly}, device=x.device, repeats=repeats, flush=False
+        )
         plain, anomalous = timed["plain"].median, timed["anomaly"].median
         t = F.one_hot(y, 10).float()  # targets with exact zeros
         named = None
@@ -70,6 +72,7 @@ def activation_scale_by_init(depth=10, width=256, batch=512, seed=0):
     """The std of a ReLU MLP's last hidden activation for unit-variance inputs, under three
     initialisations of the same layers: N(0, 1), PyTorch's default for nn.Linear (uniform with
     variance 1/(3 fan_in)) and Kaiming's normal for ReLU (variance 2/fan_in, zero bias)."""
+
     def init_normal(layer):
         nn.init.normal_(layer.weight, std=1.0)
         nn.init.zeros_(layer.bias)
@@ -78,8 +81,11 @@ def activation_scale_by_init(depth=10, width=256, batch=512, seed=0):
         nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
         nn.init.zeros_(layer.bias)
 
-    inits = {"N(0, 1)": init_normal, "PyTorch default": lambda layer: layer.reset_parameters(),
-             "Kaiming (fan_in, ReLU)": init_kaiming}
+    inits = {
+        "N(0, 1)": init_normal,
+        "PyTorch default": lambda layer: layer.reset_parameters(),
+        "Kaiming (fan_in, ReLU)": init_kaiming,
+    }
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, width, generator=generator)
     scales = {}
@@ -116,8 +122,10 @@ def train_vs_eval(model, x, y, groups=4):
     for mode in ("eval", "train"):
         model.train(mode == "train")
         in_order, regrouped = predict(torch.arange(len(x))), predict(order)
-        result[mode] = {"accuracy": float((in_order == y).float().mean()),
-                        "changed_by_regrouping": float((in_order != regrouped).float().mean())}
+        result[mode] = {
+            "accuracy": float((in_order == y).float().mean()),
+            "changed_by_regrouping": float((in_order != regrouped).float().mean()),
+        }
     model.load_state_dict(saved)
     model.train(was_training)
     result["batch_size"], result["images"] = size, len(x)

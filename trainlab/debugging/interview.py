@@ -76,8 +76,10 @@ class MockInterview:
         your fix has passed, or now with ask=True (the planted bug is the answer: it stays closed until
         then, so stepping through the notebook never shows it)."""
         if self.stopped is None and not ask:
-            say("*Locked until your fix passes its check (the clock stops there); `interview.reveal(ask=True)` "
-                "shows the answer now.*")
+            say(
+                "*Locked until your fix passes its check (the clock stops there); `interview.reveal(ask=True)` "
+                "shows the answer now.*"
+            )
             return
         if self.stopped is None:
             help_record.record(self.name, "reveal")
@@ -88,11 +90,13 @@ class MockInterview:
         yours = ", ".join(stated[0].causes) if stated else "none stated"
         report = investigate.doctor_report(self.name)
         planted = self.drill.lab.causes
-        lines = [f"**Time:** {minutes:.1f} of {self.minutes} minutes"
-                 + (" (to the first passing check)" if self.stopped else " (no passing check yet)"),
-                 f"**Your diagnosis:** {yours}" + (f" - {grade}" if grade else ""),
-                 f"**The doctor's root causes:** {', '.join(report.root_causes) or 'none'}",
-                 "**Planted:** " + "; ".join(f"`{c.id}` ({c.category}): {c.explanation}" for c in planted.values())]
+        lines = [
+            f"**Time:** {minutes:.1f} of {self.minutes} minutes"
+            + (" (to the first passing check)" if self.stopped else " (no passing check yet)"),
+            f"**Your diagnosis:** {yours}" + (f" - {grade}" if grade else ""),
+            f"**The doctor's root causes:** {', '.join(report.root_causes) or 'none'}",
+            "**Planted:** " + "; ".join(f"`{c.id}` ({c.category}): {c.explanation}" for c in planted.values()),
+        ]
         say("\n\n".join(lines))
         show(report)
         show(Code(self.drill.exercise.solution_text()))

@@ -56,17 +56,22 @@ def _input_stats(m):
 
 def _label_test(m):
     a = m["experiments"].get("labels")
-    return a and (f"a nearest-class-mean probe on {a['samples']} training images scores {a['accuracy']:.1%} "
-                  f"(chance {a['chance']:.1%} ± {a['stderr']:.1%}: always guessing the commonest class of these "
-                  f"images; best of its spectra and its pixels: {a['view']})")
+    return a and (
+        f"a nearest-class-mean probe on {a['samples']} training images scores {a['accuracy']:.1%} "
+        f"(chance {a['chance']:.1%} ± {a['stderr']:.1%}: always guessing the commonest class of these "
+        f"images; best of its spectra and its pixels: {a['view']})"
+    )
 
 
 def _init_stats(m):
     stds = m.get("init_weight_std") or {}
     constant = sum(1 for v in stds.values() if v == 0.0)
     losses = [v for v in m["losses"] if isinstance(v, float)]
-    first = f"; loss at the first step {losses[0]:.3f} (ln {m['classes']} = {math.log(m['classes']):.3f})" \
-        if losses and m.get("classes") else ""
+    first = (
+        f"; loss at the first step {losses[0]:.3f} (ln {m['classes']} = {math.log(m['classes']):.3f})"
+        if losses and m.get("classes")
+        else ""
+    )
     return stds and f"{constant} of {len(stds)} weight tensors have std 0 at the first forward{first}"
 
 
@@ -76,9 +81,11 @@ def _layer_gradients(m):
         return None
     zero = max(s["zero"] for s in stats)
     dead = max(m.get("dead_relu") or [0.0])
-    return (f"{zero} of {stats[0]['with_grad']} parameter gradients are exactly zero in the first steps; "
-            f"global gradient norm {_f(stats[0]['norm'])} -> {_f(stats[-1]['norm'])}; "
-            f"most-dead ReLU layer outputs zero for {dead:.0%} of inputs")
+    return (
+        f"{zero} of {stats[0]['with_grad']} parameter gradients are exactly zero in the first steps; "
+        f"global gradient norm {_f(stats[0]['norm'])} -> {_f(stats[-1]['norm'])}; "
+        f"most-dead ReLU layer outputs zero for {dead:.0%} of inputs"
+    )
 
 
 def _gradient_flow(m):
@@ -87,9 +94,11 @@ def _gradient_flow(m):
         return None
     missing = sorted(set(flow["no_gradient"]) | set(flow["frozen_in_optimizer"]))
     where = ", ".join(flow["no_gradient_modules"][:6]) or "none"
-    return (f"{len(missing)} of {flow['params']} parameter tensors got no gradient in {flow['backwards_checked']} "
-            f"backward passes (in modules: {where}); {flow['all_missing_backwards']} backwards reached no parameter "
-            f"at all; {flow['loss_leaf_backwards']} ran on a loss that is a leaf tensor")
+    return (
+        f"{len(missing)} of {flow['params']} parameter tensors got no gradient in {flow['backwards_checked']} "
+        f"backward passes (in modules: {where}); {flow['all_missing_backwards']} backwards reached no parameter "
+        f"at all; {flow['loss_leaf_backwards']} ran on a loss that is a leaf tensor"
+    )
 
 
 def _update_sizes(m):
@@ -98,24 +107,40 @@ def _update_sizes(m):
         return None
     smallest, largest = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
     clip = sorted(m.get("clip_ratios") or [])
-    clipping = (f"; clipping keeps {clip[len(clip) // 2]:.0%} of the gradient's norm at the median step"
-                if clip else "; no gradient clipping seen")
+    clipping = (
+        f"; clipping keeps {clip[len(clip) // 2]:.0%} of the gradient's norm at the median step"
+        if clip
+        else "; no gradient clipping seen"
+    )
     lost = m.get("lost_update_shares") or []
-    kept = (f"; {sum(lost) / len(lost):.0%} of the weights with a nonzero gradient kept exactly their value to the "
-            "next step" if lost else "")
-    return (f"|delta w| / |w| per step: median {m['update_ratio_median']:.2g} over {len(ratios)} weight tensors "
-            f"(smallest {smallest} {ratios[smallest]:.2g}, largest {largest} {ratios[largest]:.2g}){clipping}{kept}")
+    kept = (
+        f"; {sum(lost) / len(lost):.0%} of the weights with a nonzero gradient kept exactly their value to the "
+        "next step"
+        if lost
+        else ""
+    )
+    return (
+        f"|delta w| / |w| per step: median {m['update_ratio_median']:.2g} over {len(ratios)} weight tensors "
+        f"(smallest {smallest} {ratios[smallest]:.2g}, largest {largest} {ratios[largest]:.2g}){clipping}{kept}"
+    )
 
 
 def _control(m):
     c = m["experiments"].get("control")
-    return c and (f"the script's model and {c['train_batches']} captured batches in a known-good loop (AdamW lr "
-                  f"{c['lr']:g}, cross-entropy, {c['steps']} steps): held-out loss {c['held_out_loss_before']:.3f} -> "
-                  f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
-                  f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; the class frequencies alone "
-                  f"score {c['prior_loss']:.3f})" + (f"; the script's own model, as its run left it, on the same held-out "
-                                                    f"batches: loss {c['script_held_out_loss']:.3f}, accuracy "
-                                                    f"{c['script_held_out_acc']:.0%}" if "script_held_out_acc" in c else ""))
+    return c and (
+        f"the script's model and {c['train_batches']} captured batches in a known-good loop (AdamW lr "
+        f"{c['lr']:g}, cross-entropy, {c['steps']} steps): held-out loss {c['held_out_loss_before']:.3f} -> "
+        f"{c['held_out_loss_after']:.3f}, accuracy {c['held_out_acc_before']:.0%} -> "
+        f"{c['held_out_acc_after']:.0%} (chance {c['chance']:.0%}; the class frequencies alone "
+        f"score {c['prior_loss']:.3f})"
+        + (
+            f"; the script's own model, as its run left it, on the same held-out "
+            f"batches: loss {c['script_held_out_loss']:.3f}, accuracy "
+            f"{c['script_held_out_acc']:.0%}"
+            if "script_held_out_acc" in c
+            else ""
+        )
+    )
 
 
 def _overfit(m):
@@ -128,13 +153,17 @@ def _loss_inputs(m):
     seen, task = m.get("loss_inputs") or {}, m.get("task") or {}
     text = f"{calls} of the first steps' loss calls received rows that are all >= 0 and sum to 1"
     if seen.get("calls"):
-        text += (f"; of {seen['calls']} training calls, {seen['normalised_over_batch']} got scores whose columns (over "
-                 f"the batch) sum to 1 and rows do not, {seen['nonnegative_logits']} got scores never negative and some "
-                 "exactly zero")
+        text += (
+            f"; of {seen['calls']} training calls, {seen['normalised_over_batch']} got scores whose columns (over "
+            f"the batch) sum to 1 and rows do not, {seen['nonnegative_logits']} got scores never negative and some "
+            "exactly zero"
+        )
     if task.get("kind") == "adversarial":
-        text += (f"; a binary loss between {len(task['optimizer_steps'])} models (optimizer steps "
-                 f"{', '.join(map(str, task['optimizer_steps']))}); its inputs saturated at 0 or 1: "
-                 f"{task['saturated_share'] if task.get('saturated_share') is not None else '?'}")
+        text += (
+            f"; a binary loss between {len(task['optimizer_steps'])} models (optimizer steps "
+            f"{', '.join(map(str, task['optimizer_steps']))}); its inputs saturated at 0 or 1: "
+            f"{task['saturated_share'] if task.get('saturated_share') is not None else '?'}"
+        )
     return text
 
 
@@ -142,9 +171,11 @@ def _train_mode(m):
     modes = m.get("modes") or {}
     if not modes.get("training_forwards"):
         return None
-    return (f"in {modes['model_in_eval']} of {modes['training_forwards']} training forwards checked the model was in "
-            f"eval mode; at most {modes['modules_in_eval']} of its {modes['mode_modules']} BatchNorm/Dropout modules "
-            f"were" + (f" ({', '.join(modes['examples'])})" if modes["examples"] else ""))
+    return (
+        f"in {modes['model_in_eval']} of {modes['training_forwards']} training forwards checked the model was in "
+        f"eval mode; at most {modes['modules_in_eval']} of its {modes['mode_modules']} BatchNorm/Dropout modules "
+        f"were" + (f" ({', '.join(modes['examples'])})" if modes["examples"] else "")
+    )
 
 
 def _first_nonfinite(m):
@@ -152,23 +183,36 @@ def _first_nonfinite(m):
     loss_step = next((i + 1 for i, v in enumerate(losses) if not isinstance(v, float) or not math.isfinite(v)), None)
     module = m.get("first_nonfinite")
     if loss_step and (not module or module["step"] > loss_step):  # in the order things went wrong
-        after = (f"; layers follow from step {module['step']} ({module['module']} first), once an update with "
-                 "non-finite gradients has reached the weights" if module else "")
-        return f"the loss is the first non-finite value, at step {loss_step}, while every layer's output is finite{after}"
-    where = (f"a {module['module']} first produced inf/NaN from finite inputs, at step {module['step']}"
-             if module else "no module produced inf/NaN from finite inputs")
+        after = (
+            f"; layers follow from step {module['step']} ({module['module']} first), once an update with "
+            "non-finite gradients has reached the weights"
+            if module
+            else ""
+        )
+        return (
+            f"the loss is the first non-finite value, at step {loss_step}, while every layer's output is finite{after}"
+        )
+    where = (
+        f"a {module['module']} first produced inf/NaN from finite inputs, at step {module['step']}"
+        if module
+        else "no module produced inf/NaN from finite inputs"
+    )
     return f"{where}; the loss first non-finite at step {loss_step or 'never'}"
 
 
 def _coverage(m):
-    return (f"{m['params_not_optimized']} parameter tensors used in the forward pass are in no optimizer; "
-            f"{m['steps']} optimizer steps for {m['backwards']} backward passes")
+    return (
+        f"{m['params_not_optimized']} parameter tensors used in the forward pass are in no optimizer; "
+        f"{m['steps']} optimizer steps for {m['backwards']} backward passes"
+    )
 
 
 def _freshness(m):
     stale = m.get("stale_grads") or []
-    return stale and (f"at {sum(stale)} of the first {len(stale)} optimizer steps the previous step's gradients "
-                      "were still there (never cleared in between)")
+    return stale and (
+        f"at {sum(stale)} of the first {len(stale)} optimizer steps the previous step's gradients "
+        "were still there (never cleared in between)"
+    )
 
 
 def _lr_per_step(m):
@@ -187,20 +231,27 @@ def _lr_range(m):
         return None
     script_lr = f"the script uses {_f(m['lr'][0], '.3g')}" if m.get("lr") else "the script's rate is unknown"
     read = quick_experiments.lr_suggestion(r["lr"], r["loss"])
-    diverges = (f"diverges from lr ≈ {read['divergence_lr']:.2g}" if read["divergence_lr"]
-                else f"does not diverge up to lr {r['lr'][-1]:.2g}")
+    diverges = (
+        f"diverges from lr ≈ {read['divergence_lr']:.2g}"
+        if read["divergence_lr"]
+        else f"does not diverge up to lr {r['lr'][-1]:.2g}"
+    )
     if read.get("drop") is not None and read["rule"].startswith(("steepest", "a tenth")):
-        return (f"the smoothed loss falls by {read['drop']:.3g} and {diverges}; read off the curve: about "
-                f"{read['lr']:.2g} ({read['rule']}); {script_lr}")
+        return (
+            f"the smoothed loss falls by {read['drop']:.3g} and {diverges}; read off the curve: about "
+            f"{read['lr']:.2g} ({read['rule']}); {script_lr}"
+        )
     return f"the smoothed loss falls at no rate tried and {diverges}: the test suggests no rate; {script_lr}"
 
 
 def _dtypes(m):
     opts = m.get("optimizers") or []
     outputs = ", ".join(f"{n} {d.removeprefix('torch.')}" for d, n in (m.get("output_dtypes") or {}).items())
-    return opts and "; ".join(f"{o['type']} updates {', '.join(o['param_dtypes'])} weights, state in "
-                              f"{', '.join(o['state_dtypes']) or 'no tensors yet'}" for o in opts) + \
-        f"; layer outputs in the first steps: {outputs or 'none seen'}" + _zero_entries(m)
+    return opts and "; ".join(
+        f"{o['type']} updates {', '.join(o['param_dtypes'])} weights, state in "
+        f"{', '.join(o['state_dtypes']) or 'no tensors yet'}"
+        for o in opts
+    ) + f"; layer outputs in the first steps: {outputs or 'none seen'}" + _zero_entries(m)
 
 
 def _zero_entries(m):
@@ -210,13 +261,22 @@ def _zero_entries(m):
 
 def _batch_contents(m):
     fewest = m.get("classes_per_batch")
-    classes = (f"the fewest classes in one of the first {m.get('batches_seen')} batches: {fewest}" if fewest is not None
-               else "the batches' classes could not be read (the targets are not class labels)")
+    classes = (
+        f"the fewest classes in one of the first {m.get('batches_seen')} batches: {fewest}"
+        if fewest is not None
+        else "the batches' classes could not be read (the targets are not class labels)"
+    )
     used = m.get("labels_used")
-    labels = (f"; the labels use classes 0..{used['largest']} ({used['samples']} samples), the model outputs "
-              f"{m.get('classes')}" if used and m.get("classes") else "")
-    return (f"{m.get('batch_size')} samples per step; {classes}; distinct batches among them: "
-            f"{m.get('distinct_batches')}{labels}")
+    labels = (
+        f"; the labels use classes 0..{used['largest']} ({used['samples']} samples), the model outputs "
+        f"{m.get('classes')}"
+        if used and m.get("classes")
+        else ""
+    )
+    return (
+        f"{m.get('batch_size')} samples per step; {classes}; distinct batches among them: "
+        f"{m.get('distinct_batches')}{labels}"
+    )
 
 
 def _optimizer_settings(m):
@@ -228,11 +288,17 @@ def _optimizer_settings(m):
 def _time_split(m):
     split = m.get("time_split") or {}
     parts = ", ".join(f"{k} {1e3 * v:.1f}" for k, v in split.items())
-    return (f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}; "
-            f"{m.get('sample_fetches_per_step', 0)} samples fetched one by one per step in the training process"
-            + (f"; the model's own forward, backward and optimizer step {1e3 * m['model_s']:.1f} ms, forwards no "
-               f"backward follows {1e3 * m.get('extra_forward_s', 0.0):.1f} ms; {m.get('intra_op_threads')} intra-op "
-               f"thread(s) for {m.get('cores')} cores" if m.get("model_s") else ""))
+    return (
+        f"{1e3 * m['step_s']:.1f} ms per step ({parts} ms); waiting for data {m['data_wait_share']:.0%}; "
+        f"{m.get('sample_fetches_per_step', 0)} samples fetched one by one per step in the training process"
+        + (
+            f"; the model's own forward, backward and optimizer step {1e3 * m['model_s']:.1f} ms, forwards no "
+            f"backward follows {1e3 * m.get('extra_forward_s', 0.0):.1f} ms; {m.get('intra_op_threads')} intra-op "
+            f"thread(s) for {m.get('cores')} cores"
+            if m.get("model_s")
+            else ""
+        )
+    )
 
 
 def _host_reads(m):
@@ -241,36 +307,47 @@ def _host_reads(m):
 
 def _memory(m):
     saved = m.get("saved_bytes_after_step") or []
-    return saved and (f"memory held for backward after each step: {saved[0] / 1e6:.1f} MB after step 1, "
-                      f"{saved[-1] / 1e6:.1f} MB after step {len(saved)} "
-                      f"({m['saved_growth_per_step'] / 1e6:+.2f} MB per step)")
+    return saved and (
+        f"memory held for backward after each step: {saved[0] / 1e6:.1f} MB after step 1, "
+        f"{saved[-1] / 1e6:.1f} MB after step {len(saved)} "
+        f"({m['saved_growth_per_step'] / 1e6:+.2f} MB per step)"
+    )
 
 
-EXPERIMENTS = {e.id: e for e in (
-    Experiment("input-stats", "what the model's input looks like (mean, std, range)", _input_stats),
-    Experiment("label-test", "whether the labels predict the images at all", _label_test),
-    Experiment("init-stats", "how the weights and the loss start out", _init_stats),
-    Experiment("layer-gradients", "how much gradient reaches the parameters, and how many ReLUs fire", _layer_gradients),
-    Experiment("gradient-flow", "which parameters get a gradient from each backward", _gradient_flow),
-    Experiment("update-sizes", "how much each optimizer step changes the weights, and what clipping keeps",
-               _update_sizes),
-    Experiment("control-run", "whether the script's model learns its data in a known-good loop", _control),
-    Experiment("overfit-one-batch", "whether the model can memorise one batch", _overfit),
-    Experiment("batch-contents", "what each training batch holds (its size, its classes, whether it repeats)",
-               _batch_contents),
-    Experiment("loss-inputs", "what the loss function receives", _loss_inputs),
-    Experiment("train-mode", "whether the training steps run the model in train() mode", _train_mode),
-    Experiment("first-nonfinite", "where the first inf/NaN appears", _first_nonfinite),
-    Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
-    Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),
-    Experiment("lr-per-step", "the learning rate at each step", _lr_per_step),
-    Experiment("lr-range-test", "which learning rates make the loss fall", _lr_range),
-    Experiment("optimizer-settings", "the optimizer's hyperparameters", _optimizer_settings),
-    Experiment("dtypes", "the dtypes the optimizer updates and keeps its state in", _dtypes),
-    Experiment("time-split", "where a step's time goes", _time_split),
-    Experiment("host-reads", "how many tensor values are read on the host per step", _host_reads),
-    Experiment("memory-per-step", "how the memory held for backward changes step to step", _memory),
-)}
+EXPERIMENTS = {
+    e.id: e
+    for e in (
+        Experiment("input-stats", "what the model's input looks like (mean, std, range)", _input_stats),
+        Experiment("label-test", "whether the labels predict the images at all", _label_test),
+        Experiment("init-stats", "how the weights and the loss start out", _init_stats),
+        Experiment(
+            "layer-gradients", "how much gradient reaches the parameters, and how many ReLUs fire", _layer_gradients
+        ),
+        Experiment("gradient-flow", "which parameters get a gradient from each backward", _gradient_flow),
+        Experiment(
+            "update-sizes", "how much each optimizer step changes the weights, and what clipping keeps", _update_sizes
+        ),
+        Experiment("control-run", "whether the script's model learns its data in a known-good loop", _control),
+        Experiment("overfit-one-batch", "whether the model can memorise one batch", _overfit),
+        Experiment(
+            "batch-contents",
+            "what each training batch holds (its size, its classes, whether it repeats)",
+            _batch_contents,
+        ),
+        Experiment("loss-inputs", "what the loss function receives", _loss_inputs),
+        Experiment("train-mode", "whether the training steps run the model in train() mode", _train_mode),
+        Experiment("first-nonfinite", "where the first inf/NaN appears", _first_nonfinite),
+        Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
+        Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),
+        Experiment("lr-per-step", "the learning rate at each step", _lr_per_step),
+        Experiment("lr-range-test", "which learning rates make the loss fall", _lr_range),
+        Experiment("optimizer-settings", "the optimizer's hyperparameters", _optimizer_settings),
+        Experiment("dtypes", "the dtypes the optimizer updates and keeps its state in", _dtypes),
+        Experiment("time-split", "where a step's time goes", _time_split),
+        Experiment("host-reads", "how many tensor values are read on the host per step", _host_reads),
+        Experiment("memory-per-step", "how the memory held for backward changes step to step", _memory),
+    )
+}
 
 
 def instrumented_run(lab):
@@ -291,8 +368,10 @@ def healthy(experiments, lab="start/warmup"):
             with working(f"running a healthy script (the fixed {lab}) under the doctor's probe ({STEPS} steps)"):
                 _RUNS["healthy", lab] = doctor.examine_script(script, steps=STEPS, every_experiment=True)
     m = _RUNS["healthy", lab].measurements
-    rows = [{"experiment": e, "what it tests": EXPERIMENTS[e].question, "healthy reading": EXPERIMENTS[e].read(m)}
-            for e in experiments]
+    rows = [
+        {"experiment": e, "what it tests": EXPERIMENTS[e].question, "healthy reading": EXPERIMENTS[e].read(m)}
+        for e in experiments
+    ]
     say(table(rows).markdown)
     return rows
 
@@ -325,30 +404,47 @@ def symptom(lab):
     if kind == "nan":
         first = next((i + 1 for i, v in enumerate(losses) if not math.isfinite(v)), None)
         start = f"{losses[0]:.3g}" if losses else "?"
-        return (f"the loss starts at {start} and is NaN/inf from step {first} on" if first else
-                f"no NaN in the first {len(losses)} steps of this run (loss {start} -> {losses[-1]:.3g})")
+        return (
+            f"the loss starts at {start} and is NaN/inf from step {first} on"
+            if first
+            else f"no NaN in the first {len(losses)} steps of this run (loss {start} -> {losses[-1]:.3g})"
+        )
     if kind == "slow":  # throughput, as an owner sees it (a batch size here could name the cause)
         images = m["step_s"] and (m.get("batch_size") or 0) / m["step_s"]
-        return (f"training processes {images:,.0f} images per second, several times fewer than this model "
-                "and data should allow")
+        return (
+            f"training processes {images:,.0f} images per second, several times fewer than this model "
+            "and data should allow"
+        )
     if kind == "memory":
         saved = m.get("saved_bytes_after_step") or [0.0]
-        return (f"memory grows every step: {saved[0] / 1e6:.1f} MB held after step 1, {saved[-1] / 1e6:.1f} MB "
-                f"after step {len(saved)} - the job is killed long before the end of an epoch")
+        return (
+            f"memory grows every step: {saved[0] / 1e6:.1f} MB held after step 1, {saved[-1] / 1e6:.1f} MB "
+            f"after step {len(saved)} - the job is killed long before the end of an epoch"
+        )
     c = m.get("convergence") or {}  # the doctor's own reading of the run: one measurement, quoted everywhere
     if "first_window_loss" not in c:
         c = trend.convergence(losses)
-    span = (f"from {c['first_window_loss']:.3f} to {c['last_window_loss']:.3f} (medians of its first and last "
-            f"{c['window']} steps)" if "first_window_loss" in c else f"from {losses[0]:.3f} to {losses[-1]:.3f}")
-    return (f"over {len(losses)} steps the training loss goes {span}; "
-            f"ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f} is a uniform guess")
+    span = (
+        f"from {c['first_window_loss']:.3f} to {c['last_window_loss']:.3f} (medians of its first and last "
+        f"{c['window']} steps)"
+        if "first_window_loss" in c
+        else f"from {losses[0]:.3f} to {losses[-1]:.3f}"
+    )
+    return (
+        f"over {len(losses)} steps the training loss goes {span}; "
+        f"ln {m.get('classes') or 10} = {math.log(m.get('classes') or 10):.3f} is a uniform guess"
+    )
 
 
 def checklist(lab):
     """Run every experiment on the lab and show the results as one table (all logged as evidence)."""
     found = [run(lab, experiment, show=False) for experiment in EXPERIMENTS]
-    rows = table([{"experiment": e.experiment, "what it tests": EXPERIMENTS[e.experiment].question, "result": e.result}
-                  for e in found])  # escaped: results quote |Δw|/|w| and module names with underscores
+    rows = table(
+        [
+            {"experiment": e.experiment, "what it tests": EXPERIMENTS[e.experiment].question, "result": e.result}
+            for e in found
+        ]
+    )  # escaped: results quote |Δw|/|w| and module names with underscores
     say(f"**The checklist's experiments on `{labs.resolve(lab)}`** (as shipped, {STEPS} steps)\n\n" + rows.markdown)
     return found
 

@@ -56,7 +56,7 @@ class Rung:
 
 def worker_counts(cores):
     """1, 2, 4, ... and the core count itself: the sweep a practitioner runs."""
-    return sorted({n for n in (2 ** k for k in range(8)) if n <= cores} | {cores})
+    return sorted({n for n in (2**k for k in range(8)) if n <= cores} | {cores})
 
 
 def rungs(device, cores=None, compile=True):
@@ -72,8 +72,14 @@ def rungs(device, cores=None, compile=True):
     add("pin_memory=True", pin_memory=True)
     add("persistent_workers=True", persistent_workers=True)
     add("prefetch_factor=4", prefetch_factor=4)
-    add("data on the device, augmented in batches", data="device", workers=0, pin_memory=False,
-        persistent_workers=False, prefetch_factor=None)
+    add(
+        "data on the device, augmented in batches",
+        data="device",
+        workers=0,
+        pin_memory=False,
+        persistent_workers=False,
+        prefetch_factor=None,
+    )
     add("no per-step host reads", host_reads=False)
     add("channels_last", channels_last=True)
     # CPUs autocast in bf16 (slower without native bf16 instructions: the ladder shows it); GPUs pick bf16 or fp16
@@ -88,8 +94,9 @@ def loader(rung, images, n, device):
     """An endless iterator of (x, y) batches on the device, as this rung loads them."""
     x, y = images.train_x[:n], images.train_y[:n]
     if rung.data == "device":
-        source = DeviceLoader(x, y, BATCH, mean=images.mean, std=images.std, device=device,
-                              channels_last=rung.channels_last)
+        source = DeviceLoader(
+            x, y, BATCH, mean=images.mean, std=images.std, device=device, channels_last=rung.channels_last
+        )
     else:
         if rung.data == "png":
             from torchvision import transforms as T
@@ -97,23 +104,38 @@ def loader(rung, images, n, device):
 
             from trainlab.data.files import png_folder
 
-            augment = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
-                                 T.Normalize(images.mean, images.std)])
+            augment = T.Compose(
+                [
+                    T.RandomCrop(32, padding=4),
+                    T.RandomHorizontalFlip(),
+                    T.ToTensor(),
+                    T.Normalize(images.mean, images.std),
+                ]
+            )
             dataset = ImageFolder(png_folder(images, n), transform=augment)
         else:
             dataset = ImageDataset(x, y, standard_transform(images.mean, images.std, train=True))
         extra = {"prefetch_factor": rung.prefetch_factor} if rung.prefetch_factor else {}
-        source = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, drop_last=True,
-                                             num_workers=rung.workers, pin_memory=rung.pin_memory and device.type == "cuda",
-                                             persistent_workers=rung.persistent_workers and rung.workers > 0, **extra)
+        source = torch.utils.data.DataLoader(
+            dataset,
+            batch_size=BATCH,
+            shuffle=True,
+            drop_last=True,
+            num_workers=rung.workers,
+            pin_memory=rung.pin_memory and device.type == "cuda",
+            persistent_workers=rung.persistent_workers and rung.workers > 0,
+            **extra,
+        )
     layout = torch.channels_last if rung.channels_last else torch.contiguous_format
     for epoch in count():
         if hasattr(source, "set_epoch"):
             source.set_epoch(epoch)
         for bx, by in source:
             # non_blocking pays only from pinned memory: the copy then overlaps the next batch's work
-            yield (bx.to(device, non_blocking=rung.pin_memory).contiguous(memory_format=layout),
-                   by.to(device, non_blocking=rung.pin_memory))
+            yield (
+                bx.to(device, non_blocking=rung.pin_memory).contiguous(memory_format=layout),
+                by.to(device, non_blocking=rung.pin_memory),
+            )
 
 
 def measure(rung, images, device, steps, images_per_epoch, trace_path, profiled=5, width=32, seed=0):
@@ -164,10 +186,15 @@ def measure(rung, images, device, steps, images_per_epoch, trace_path, profiled=
     split = timeline.split(trace_path)
     float(losses), int(correct)  # the deferred reads
     chunk_rates = [n / s for n, s in rates]
-    return {**asdict(rung), "images_per_s": sum(n for n, _ in rates) / sum(s for _, s in rates),
-            "spread": (max(chunk_rates) - min(chunk_rates)) / (sum(chunk_rates) / len(chunk_rates)), "warmup_s": warmup_s,
-            "split_ms": {c: 1e3 * split[c] for c in timeline.TIME_CATEGORIES}, "profiled_step_ms": 1e3 * split["wall_s"],
-            "profiled_steps": split["steps"]}
+    return {
+        **asdict(rung),
+        "images_per_s": sum(n for n, _ in rates) / sum(s for _, s in rates),
+        "spread": (max(chunk_rates) - min(chunk_rates)) / (sum(chunk_rates) / len(chunk_rates)),
+        "warmup_s": warmup_s,
+        "split_ms": {c: 1e3 * split[c] for c in timeline.TIME_CATEGORIES},
+        "profiled_step_ms": 1e3 * split["wall_s"],
+        "profiled_steps": split["steps"],
+    }
 
 
 def annotate(rows):
@@ -186,10 +213,18 @@ def annotate(rows):
 
 def rows_table(rows):
     """The ladder as rows for display.table: one line per rung."""
-    return [{"rung": f"{i}. {r['name']}", "images/s": f"{r['images_per_s']:.0f}", "chunk spread": f"{100 * r['spread']:.0f}%",
-             "vs previous": f"{r['vs_previous']:.2f}x", "vs textbook": f"{r['vs_textbook']:.2f}x",
-             **{f"{c} ms": f"{r['split_ms'][c]:.1f}" for c in ("compute", "data", "sync", "idle")},
-             "moved most": r["moved"]} for i, r in enumerate(rows)]
+    return [
+        {
+            "rung": f"{i}. {r['name']}",
+            "images/s": f"{r['images_per_s']:.0f}",
+            "chunk spread": f"{100 * r['spread']:.0f}%",
+            "vs previous": f"{r['vs_previous']:.2f}x",
+            "vs textbook": f"{r['vs_textbook']:.2f}x",
+            **{f"{c} ms": f"{r['split_ms'][c]:.1f}" for c in ("compute", "data", "sync", "idle")},
+            "moved most": r["moved"],
+        }
+        for i, r in enumerate(rows)
+    ]
 
 
 def effect(rows, name):
@@ -201,8 +236,10 @@ def effect(rows, name):
         return "not measured"
     row, noise = rows[i], max(rows[i]["spread"], rows[i - 1]["spread"]) if i else 0.0
     if abs(row["vs_previous"] - 1) <= noise:
-        return (f"made no difference beyond this machine's noise ({row['vs_previous']:.2f}x, inside the {noise:.0%} "
-                "spread of the chunk rates, its or the rung's before)")
+        return (
+            f"made no difference beyond this machine's noise ({row['vs_previous']:.2f}x, inside the {noise:.0%} "
+            "spread of the chunk rates, its or the rung's before)"
+        )
     return f"{'sped it up' if row['vs_previous'] > 1 else 'slowed it down'} {row['vs_previous']:.2f}x"
 
 
@@ -211,36 +248,65 @@ def findings(rows):
     first, by_data = rows[0], {}
     for r in rows:
         by_data.setdefault(r["data"], r)  # the first rung of each data path
-    workers = [r for r in rows if r["workers"] and not (r["pin_memory"] or r["persistent_workers"] or r["prefetch_factor"])]
+    workers = [
+        r for r in rows if r["workers"] and not (r["pin_memory"] or r["persistent_workers"] or r["prefetch_factor"])
+    ]
     best_workers = max(workers, key=lambda r: r["images_per_s"]) if workers else None
     step = lambda r: sum(r["split_ms"].values())  # noqa: E731
     gain = lambda name: next((r["vs_previous"] for r in rows if r["name"] == name), None)  # noqa: E731
     last_loader = next(r for r in reversed(rows) if r["data"] == "memory")
     device_row = by_data["device"]
-    return {"textbook_data_share": first["split_ms"]["data"] / step(first),
-            "png_vs_memory": by_data["memory"]["images_per_s"] / first["images_per_s"],
-            "best_workers": best_workers["workers"] if best_workers else 0,
-            "best_workers_vs_none": best_workers["images_per_s"] / by_data["memory"]["images_per_s"] if best_workers else 1.0,
-            "loader_tuned_vs_textbook": last_loader["vs_textbook"],
-            "device_loader_vs_tuned": device_row["images_per_s"] / last_loader["images_per_s"],
-            "device_data_share": device_row["split_ms"]["data"] / step(device_row),
-            "no_host_reads": gain("no per-step host reads"), "channels_last": gain("channels_last"),
-            "precision": rows[-2 if rows[-1]["compile"] else -1]["vs_previous"],
-            "precision_name": rows[-2 if rows[-1]["compile"] else -1]["precision"],
-            "compile": rows[-1]["vs_previous"] if rows[-1]["compile"] else None,
-            "best": max(rows, key=lambda r: r["images_per_s"]), "total": rows[-1]["vs_textbook"]}
+    return {
+        "textbook_data_share": first["split_ms"]["data"] / step(first),
+        "png_vs_memory": by_data["memory"]["images_per_s"] / first["images_per_s"],
+        "best_workers": best_workers["workers"] if best_workers else 0,
+        "best_workers_vs_none": best_workers["images_per_s"] / by_data["memory"]["images_per_s"]
+        if best_workers
+        else 1.0,
+        "loader_tuned_vs_textbook": last_loader["vs_textbook"],
+        "device_loader_vs_tuned": device_row["images_per_s"] / last_loader["images_per_s"],
+        "device_data_share": device_row["split_ms"]["data"] / step(device_row),
+        "no_host_reads": gain("no per-step host reads"),
+        "channels_last": gain("channels_last"),
+        "precision": rows[-2 if rows[-1]["compile"] else -1]["vs_previous"],
+        "precision_name": rows[-2 if rows[-1]["compile"] else -1]["precision"],
+        "compile": rows[-1]["vs_previous"] if rows[-1]["compile"] else None,
+        "best": max(rows, key=lambda r: r["images_per_s"]),
+        "total": rows[-1]["vs_textbook"],
+    }
 
 
-def run(device="auto", steps=20, images_per_epoch=2048, profiled=5, compile=True, folder=None, timeout=900.0,
-        only=None, width=32):
+def run(
+    device="auto",
+    steps=20,
+    images_per_epoch=2048,
+    profiled=5,
+    compile=True,
+    folder=None,
+    timeout=900.0,
+    only=None,
+    width=32,
+):
     """The ladder in a child process (`only`: the indices of the rungs to run, default all; `width`: the
     CNN's, 16 for a quick run); returns its rows (annotate()d: each against the previous row run).
     Traces go to folder."""
     folder = Path(folder or Path.cwd() / "build" / "ladder")
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "ladder.json"
-    args = ["--device", str(device), "--steps", steps, "--images-per-epoch", images_per_epoch, "--profiled", profiled,
-            "--width", width, "--out", out]
+    args = [
+        "--device",
+        str(device),
+        "--steps",
+        steps,
+        "--images-per-epoch",
+        images_per_epoch,
+        "--profiled",
+        profiled,
+        "--width",
+        width,
+        "--out",
+        out,
+    ]
     args += [] if compile else ["--no-compile"]
     args += ["--only", *only] if only else []
     count = len(only) if only else len(rungs(resolve_device(device), compile=compile))
@@ -269,11 +335,28 @@ def main(argv=None):
     for i, rung in enumerate(rungs(device, compile=not args.no_compile)):
         if args.only and i not in args.only:
             continue
-        rows.append(measure(rung, images, device, args.steps, args.images_per_epoch,
-                            args.out.parent / f"rung{i:02d}.json", profiled=args.profiled, width=args.width))
+        rows.append(
+            measure(
+                rung,
+                images,
+                device,
+                args.steps,
+                args.images_per_epoch,
+                args.out.parent / f"rung{i:02d}.json",
+                profiled=args.profiled,
+                width=args.width,
+            )
+        )
         print(f"{rung.name:48s} {rows[-1]['images_per_s']:8.0f} images/s", flush=True)
-    payload = {"device": str(device), "data": images.source, "batch": BATCH, "width": args.width, "steps": args.steps,
-               "images_per_epoch": args.images_per_epoch, "rows": annotate(rows)}
+    payload = {
+        "device": str(device),
+        "data": images.source,
+        "batch": BATCH,
+        "width": args.width,
+        "steps": args.steps,
+        "images_per_epoch": args.images_per_epoch,
+        "rows": annotate(rows),
+    }
     atomic.write_text(args.out, json.dumps(payload, indent=1))
 
 

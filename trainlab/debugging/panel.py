@@ -23,11 +23,13 @@ from trainlab.checks.corpus import EditError, clip_gradients, lower_lr, no_lr_sc
 from trainlab.workbook.display import in_ipython, show, show_widget
 from trainlab.checks.measure import run_variants
 
-CHANGES = {"lower the learning rate 10x": lower_lr,
-           "raise the learning rate 10x": lambda text: lower_lr(text, factor=0.1),
-           "clip gradients at norm 1": clip_gradients(1.0),
-           "turn weight decay off": no_weight_decay,
-           "turn the learning-rate schedule off": no_lr_schedule}
+CHANGES = {
+    "lower the learning rate 10x": lower_lr,
+    "raise the learning rate 10x": lambda text: lower_lr(text, factor=0.1),
+    "clip gradients at norm 1": clip_gradients(1.0),
+    "turn weight decay off": no_weight_decay,
+    "turn the learning-rate schedule off": no_lr_schedule,
+}
 
 
 def _smooth(values, window=10):
@@ -90,8 +92,13 @@ class HypothesisPanel:
         axes[1].axhline(0.1, color="grey", ls=":", lw=1)
         axes[2].set(title="gradient norm", xlabel="step", yscale="log")
         if curves:  # nothing trained yet: no legend to draw
-            axes[2].legend(fontsize=7, title="change (held-out accuracy)", title_fontsize=7, loc="upper left",
-                           bbox_to_anchor=(1.02, 1.0))
+            axes[2].legend(
+                fontsize=7,
+                title="change (held-out accuracy)",
+                title_fontsize=7,
+                loc="upper left",
+                bbox_to_anchor=(1.02, 1.0),
+            )
         self.fig.tight_layout()
         if self._handle is not None:
             self._handle.update(self.fig)
@@ -115,8 +122,10 @@ class HypothesisPanel:
             status.value = f"done: accuracy {acc:.1%}" if acc is not None else f"done: {report.get('error', '')}"
 
         button.on_click(on_click)
-        show_widget(w.VBox([w.HBox(list(toggles.values()), layout=w.Layout(flex_flow="row wrap")),
-                            w.HBox([button, status])]), repr(self))
+        show_widget(
+            w.VBox([w.HBox(list(toggles.values()), layout=w.Layout(flex_flow="row wrap")), w.HBox([button, status])]),
+            repr(self),
+        )
         self.draw()
         if in_ipython():  # the one figure, redrawn in place by every run
             self._handle = show(self.fig, display_id=True)

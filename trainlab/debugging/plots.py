@@ -15,8 +15,11 @@ def layer_stats(model, x, y):
     activations, handles = {}, []
     for name, module in model.named_modules():
         if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.ReLU)):
-            handles.append(module.register_forward_hook(
-                lambda m, i, out, name=name: activations.__setitem__(name, out.detach().float().flatten().cpu())))
+            handles.append(
+                module.register_forward_hook(
+                    lambda m, i, out, name=name: activations.__setitem__(name, out.detach().float().flatten().cpu())
+                )
+            )
     model.zero_grad(set_to_none=True)
     F.cross_entropy(model(x), y).backward()
     for h in handles:
@@ -50,7 +53,7 @@ def plot_lr_range(lrs, losses, suggested=None, title="LR range test", divergence
     raw = [v if math.isfinite(v) else np.nan for v in losses]
     smooth = smoothed(losses)
     ax.plot(lrs, raw, ".", ms=3, alpha=0.4, color="tab:blue", label="loss at each step")
-    ax.plot(lrs[:len(smooth)], smooth, color="tab:blue", label="smoothed (what the reading uses)")
+    ax.plot(lrs[: len(smooth)], smooth, color="tab:blue", label="smoothed (what the reading uses)")
     if divergence:
         ax.axvline(divergence, color="tab:red", ls=":", label=f"diverges from {divergence:.2g}")
     if suggested:
@@ -64,8 +67,12 @@ def plot_lr_range(lrs, losses, suggested=None, title="LR range test", divergence
     return fig
 
 
-TIME_PARTS = {"compute": ("forward, backward, step", "tab:blue"), "data": ("waiting for data", "tab:orange"),
-              "sync": ("host reads (syncs)", "tab:red"), "other": ("Python between ops, idle", "tab:gray")}
+TIME_PARTS = {
+    "compute": ("forward, backward, step", "tab:blue"),
+    "data": ("waiting for data", "tab:orange"),
+    "sync": ("host reads (syncs)", "tab:red"),
+    "other": ("Python between ops, idle", "tab:gray"),
+}
 
 
 def plot_time_split(rows, title="where a step's time goes", share=False):
@@ -91,18 +98,19 @@ def plot_ladder(rows, title="from the textbook loop to the reference loop, one c
     step split into the timeline's categories."""
     from trainlab.workbook.plots import plot_step_split
 
-    fig, (ax_rate, ax_split) = plt.subplots(1, 2, figsize=(13, 1.5 + 0.42 * len(rows)), sharey=True,
-                                            gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (ax_rate, ax_split) = plt.subplots(
+        1, 2, figsize=(13, 1.5 + 0.42 * len(rows)), sharey=True, gridspec_kw={"width_ratios": [1, 1.4]}
+    )
     labels = [f"{i}. {r['name']}" for i, r in enumerate(rows)]
     rates = [r["images_per_s"] for r in rows]
     ax_rate.barh(labels[::-1], rates[::-1], color="tab:green")
     for y, rate, row in zip(range(len(rows) - 1, -1, -1), rates, rows):
-        ax_rate.annotate(f"{row['vs_textbook']:.2f}x", (rate, y), xytext=(3, 0), textcoords="offset points",
-                         va="center", fontsize=7)
+        ax_rate.annotate(
+            f"{row['vs_textbook']:.2f}x", (rate, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7
+        )
     ax_rate.set(xlabel="images/s (timed steps)", title="throughput")
     ax_rate.tick_params(axis="y", labelsize=8)
-    plot_step_split({label: r["split_ms"] for label, r in zip(labels, rows)}, title="profiled step, ms",
-                    ax=ax_split)
+    plot_step_split({label: r["split_ms"] for label, r in zip(labels, rows)}, title="profiled step, ms", ax=ax_split)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig

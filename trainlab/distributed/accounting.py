@@ -60,7 +60,11 @@ def _measure(kind, op, args, index):
 
         send, splits = tensors, args[4]
         row = send[0].numel() * send.element_size() if send.ndim and len(send) else 0
-        own = splits[dist.get_rank()] * row if len(splits) else send.numel() * send.element_size() // dist.get_world_size()
+        own = (
+            splits[dist.get_rank()] * row
+            if len(splits)
+            else send.numel() * send.element_size() // dist.get_world_size()
+        )
         return kind, _nbytes(send) - own
     return kind, _nbytes(tensors)
 
@@ -98,13 +102,16 @@ def _local(t):
 def state_bytes(model, optimizer=None):
     """{"params", "grads", "optimizer"}: bytes held by this rank (local shards only)."""
     params = list(model.parameters())
-    out = {"params": sum(_nbytes(_local(p)) for p in params),
-           "grads": sum(_nbytes(_local(p.grad)) for p in params if p.grad is not None),
-           "optimizer": 0}
+    out = {
+        "params": sum(_nbytes(_local(p)) for p in params),
+        "grads": sum(_nbytes(_local(p.grad)) for p in params if p.grad is not None),
+        "optimizer": 0,
+    }
     if optimizer is not None:
         for state in optimizer.state.values():
-            out["optimizer"] += sum(_nbytes(_local(v)) for v in state.values()
-                                    if isinstance(v, torch.Tensor) and v.numel() > 1)  # not step counters
+            out["optimizer"] += sum(
+                _nbytes(_local(v)) for v in state.values() if isinstance(v, torch.Tensor) and v.numel() > 1
+            )  # not step counters
     out["total"] = out["params"] + out["grads"] + out["optimizer"]
     return out
 

@@ -34,7 +34,7 @@ class _CrossRankNorm(torch.autograd.Function):
         dist.all_reduce(stats, group=group)
         n = stats[-1]
         mean = stats[:c] / n
-        var = (stats[c:2 * c] / n - mean * mean).clamp_min(0)
+        var = (stats[c : 2 * c] / n - mean * mean).clamp_min(0)
         invstd = torch.rsqrt(var + eps)
         x_hat = (x - _per_channel(mean)) * _per_channel(invstd)
         ctx.save_for_backward(x_hat, weight, invstd, n)
@@ -80,8 +80,9 @@ def convert(module, group=None):
     """Replace every nn.BatchNorm2d in module by a CrossRankBatchNorm2d holding the same parameters
     and statistics (in place where possible, like nn.SyncBatchNorm.convert_sync_batchnorm)."""
     if isinstance(module, nn.BatchNorm2d) and not isinstance(module, CrossRankBatchNorm2d):
-        new = CrossRankBatchNorm2d(module.num_features, module.eps, module.momentum, module.affine,
-                                   module.track_running_stats, group=group)
+        new = CrossRankBatchNorm2d(
+            module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats, group=group
+        )
         new.load_state_dict(module.state_dict())
         return new.to(module.weight.device)
     for name, child in module.named_children():

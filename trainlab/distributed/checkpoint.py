@@ -53,8 +53,10 @@ def latest(root):
         return None
     path = Path(root) / marker.read_text().strip()
     if not (path / ".metadata").exists():
-        raise FileNotFoundError(f"{marker} names {path.name}, which has no .metadata: the checkpoint folder was "
-                                "damaged after it was published; delete LATEST to start over")
+        raise FileNotFoundError(
+            f"{marker} names {path.name}, which has no .metadata: the checkpoint folder was "
+            "damaged after it was published; delete LATEST to start over"
+        )
     return path
 
 
@@ -63,7 +65,9 @@ def load(path, model, optimizer):
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optim": optim_sd}
     with warnings.catch_warnings():  # loading into one process without a process group is intended here
-        warnings.filterwarnings("ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load")
+        warnings.filterwarnings(
+            "ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load"
+        )
         dcp.load(state, checkpoint_id=path)
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     return int(Path(path).name.split("-")[1])
@@ -80,7 +84,9 @@ def consolidate(path, out):
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
     with atomic.replacing(out) as tmp, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load")
+        warnings.filterwarnings(
+            "ignore", message="torch.distributed is .*uninitialized, assuming the intent is to load"
+        )
         dcp_to_torch_save(path, tmp)
     return Path(out)
 

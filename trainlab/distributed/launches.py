@@ -42,9 +42,16 @@ def batches(ctx, global_batch, n_train=2048, ranks=None):
     if global_batch % world_size:
         raise ValueError(f"global batch {global_batch} is not divisible by {world_size} ranks")
     images = load_images(DataConfig(n_train=n_train, n_test=100))
-    loader = DeviceLoader(images.train_x, images.train_y, global_batch // world_size, mean=images.mean,
-                          std=images.std, device=ctx.device, rank=ctx.rank if ranks is None else 0,
-                          world_size=world_size)
+    loader = DeviceLoader(
+        images.train_x,
+        images.train_y,
+        global_batch // world_size,
+        mean=images.mean,
+        std=images.std,
+        device=ctx.device,
+        rank=ctx.rank if ranks is None else 0,
+        world_size=world_size,
+    )
     epoch = 0
     while True:
         loader.set_epoch(epoch)
@@ -93,8 +100,14 @@ def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):
     for options in spec.values():
         experiment(options.get("kind") or "")  # an unknown kind fails here, not on every rank
     (out / "spec.json").write_text(json.dumps({"_device": str(device), **spec}))
-    result = runner.run_distributed(module="trainlab.distributed.launches", nproc=world_size, timeout=timeout,
-                                    stream=stream, args=[out / "spec.json", out], retry_crash=True)
+    result = runner.run_distributed(
+        module="trainlab.distributed.launches",
+        nproc=world_size,
+        timeout=timeout,
+        stream=stream,
+        args=[out / "spec.json", out],
+        retry_crash=True,
+    )
     if not result.ok:
         raise RuntimeError(f"the {world_size}-rank experiments failed: {result.error}\n{result.output[-2000:]}")
     return {name: json.loads((out / f"{name}.json").read_text()) for name in spec}

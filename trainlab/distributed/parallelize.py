@@ -21,8 +21,12 @@ def apply_ddp(model, ctx, bucket_cap_mb=25.0, gradient_as_bucket_view=False):
     gradient_as_bucket_view makes .grad a view into the bucket: one copy of the gradients fewer."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    return DDP(model, device_ids=[ctx.device] if ctx.device.type == "cuda" else None,
-               bucket_cap_mb=bucket_cap_mb, gradient_as_bucket_view=gradient_as_bucket_view)
+    return DDP(
+        model,
+        device_ids=[ctx.device] if ctx.device.type == "cuda" else None,
+        bucket_cap_mb=bucket_cap_mb,
+        gradient_as_bucket_view=gradient_as_bucket_view,
+    )
 
 
 def apply_fsdp(model, mesh, reshard_after_forward=True, prefetch=False, async_unshard=False, bf16=False):
@@ -34,7 +38,9 @@ def apply_fsdp(model, mesh, reshard_after_forward=True, prefetch=False, async_un
     all-gather where it is issued, so prefetching alone cannot overlap there."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    policy = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    )
     blocks = list(model.blocks)
     for block in blocks:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward, mp_policy=policy)
@@ -57,8 +63,9 @@ def hsdp_mesh(ctx, replicas):
 
     if ctx.world_size % replicas:
         raise ValueError(f"HSDP needs world size {ctx.world_size} divisible by replicas={replicas}")
-    return init_device_mesh(ctx.device.type, (replicas, ctx.world_size // replicas),
-                            mesh_dim_names=("replicate", "shard"))
+    return init_device_mesh(
+        ctx.device.type, (replicas, ctx.world_size // replicas), mesh_dim_names=("replicate", "shard")
+    )
 
 
 def build_on_meta(build, mesh, init):

@@ -37,8 +37,12 @@ def bytes_per_param(precision="mixed", optimizer="adam"):
     if optimizer not in OPTIMIZER_BYTES:
         raise ValueError(f"optimizer {optimizer!r}: use one of {sorted(OPTIMIZER_BYTES)}")
     low = precision == "mixed"
-    return {"weights": 2 if low else 4, "grads": 2 if low else 4, "master": 4 if low else 0,
-            "optimizer": OPTIMIZER_BYTES[optimizer]}
+    return {
+        "weights": 2 if low else 4,
+        "grads": 2 if low else 4,
+        "master": 4 if low else 0,
+        "optimizer": OPTIMIZER_BYTES[optimizer],
+    }
 
 
 def plan(params, world_size, strategy="zero3", precision="mixed", optimizer="adam", device_gb=None):
@@ -48,8 +52,13 @@ def plan(params, world_size, strategy="zero3", precision="mixed", optimizer="ada
     if not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size={world_size!r}: need an integer >= 1")
     per = bytes_per_param(precision, optimizer)
-    sharded = {"ddp": set(), "zero1": {"master", "optimizer"}, "zero2": {"master", "optimizer", "grads"},
-               "zero3": set(per), "offload": set(per)}[strategy]
+    sharded = {
+        "ddp": set(),
+        "zero1": {"master", "optimizer"},
+        "zero2": {"master", "optimizer", "grads"},
+        "zero3": set(per),
+        "offload": set(per),
+    }[strategy]
     on_device, on_cpu = {}, {}
     for part, nbytes in per.items():
         total = params * nbytes / (world_size if part in sharded else 1)
@@ -57,9 +66,16 @@ def plan(params, world_size, strategy="zero3", precision="mixed", optimizer="ada
             on_cpu[part], on_device[part] = total, 0.0
         else:
             on_device[part] = total
-    out = {"strategy": strategy, "world_size": world_size, "precision": precision, "optimizer": optimizer,
-           "bytes_per_param": sum(per.values()), "device": on_device, "device_total": sum(on_device.values()),
-           "cpu_total": sum(on_cpu.values())}
+    out = {
+        "strategy": strategy,
+        "world_size": world_size,
+        "precision": precision,
+        "optimizer": optimizer,
+        "bytes_per_param": sum(per.values()),
+        "device": on_device,
+        "device_total": sum(on_device.values()),
+        "cpu_total": sum(on_cpu.values()),
+    }
     if device_gb is not None:
         out["fits"] = out["device_total"] <= device_gb * GB
         out["min_ranks"] = min_ranks(params, strategy, precision, optimizer, device_gb)
@@ -83,8 +99,12 @@ def table(params, world_size, precision="mixed", optimizer="adam", device_gb=Non
     rows = []
     for strategy in STRATEGIES:
         p = plan(params, world_size, strategy, precision, optimizer, device_gb)
-        row = {"strategy": strategy, **{f"{k} GB": round(v / GB, 2) for k, v in p["device"].items()},
-               "device GB": round(p["device_total"] / GB, 2), "cpu GB": round(p["cpu_total"] / GB, 2)}
+        row = {
+            "strategy": strategy,
+            **{f"{k} GB": round(v / GB, 2) for k, v in p["device"].items()},
+            "device GB": round(p["device_total"] / GB, 2),
+            "cpu GB": round(p["cpu_total"] / GB, 2),
+        }
         if device_gb is not None:  # words, not True/False/None, in a table a learner reads
             row["fits"] = "yes" if p["fits"] else "no"
             row["min ranks"] = p["min_ranks"] if p["min_ranks"] is not None else "none: sharding cannot fit it"
@@ -104,8 +124,9 @@ def planner_widget(params=70e9, world_size=8, device_gb=80):
     from IPython.display import display
 
     sizes = sorted({*SIZES_B, params / 1e9})
-    billions = w.SelectionSlider(options=[(f"{b:g}", b) for b in sizes], value=params / 1e9,
-                                 description="params (B)", continuous_update=False)
+    billions = w.SelectionSlider(
+        options=[(f"{b:g}", b) for b in sizes], value=params / 1e9, description="params (B)", continuous_update=False
+    )
     counts = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, world_size})  # the cluster sizes people buy
     ranks = w.SelectionSlider(options=counts, value=world_size, description="ranks", continuous_update=False)
     memory = w.FloatSlider(value=device_gb, min=8, max=192, step=8, description="GPU GB")
@@ -129,19 +150,32 @@ def plot_plan(params, world_size, precision="mixed", optimizer="adam", device_gb
     fig, ax = plt.subplots(figsize=(7, 3.2))
     bottoms = [0.0] * len(STRATEGIES)
     plans = [plan(params, world_size, s, precision, optimizer, device_gb) for s in STRATEGIES]
-    for part, color in (("weights", "tab:blue"), ("grads", "tab:orange"), ("master", "tab:green"),
-                        ("optimizer", "tab:red")):
+    for part, color in (
+        ("weights", "tab:blue"),
+        ("grads", "tab:orange"),
+        ("master", "tab:green"),
+        ("optimizer", "tab:red"),
+    ):
         values = [p["device"][part] / GB for p in plans]
         ax.bar(STRATEGIES, values, bottom=bottoms, color=color, label=part)
         bottoms = [b + v for b, v in zip(bottoms, values)]
     ax.axhline(device_gb, color="black", ls="--", lw=1, label=f"{device_gb:g} GB per GPU")
     for i, p in enumerate(plans):
         total = p["device_total"] / GB
-        ax.text(i, bottoms[i], (f"{total:,.0f} GB" if total >= 10 else f"{total:.2g} GB") + ("" if p["fits"] else "\ndoes not fit"),
-                ha="center", va="bottom", fontsize=8, color="black" if p["fits"] else "tab:red")
+        ax.text(
+            i,
+            bottoms[i],
+            (f"{total:,.0f} GB" if total >= 10 else f"{total:.2g} GB") + ("" if p["fits"] else "\ndoes not fit"),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color="black" if p["fits"] else "tab:red",
+        )
     # a linear axis: on a log axis a stacked bar's bottom segment (the sharded weights) all but vanishes
-    ax.set(ylabel="GB per rank (model states)",
-           title=f"{params / 1e9:.3g}B params, {world_size} ranks, {precision}, {optimizer}")
+    ax.set(
+        ylabel="GB per rank (model states)",
+        title=f"{params / 1e9:.3g}B params, {world_size} ranks, {precision}, {optimizer}",
+    )
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     plt.close(fig)  # shown once, as the cell's value

@@ -36,10 +36,20 @@ PROTOCOLS = ("ll", "ll128", "simple")
 PROTOCOL_BANDWIDTH = {"ll": {"all_reduce": 1 / 4, "other": 1 / 3}, "ll128": 0.92, "simple": 1.0}
 # all_to_all: N-1 exchanges, priced as steps (NCCL runs them as concurrent point-to-point sends, so
 # this is an upper bound on its latency)
-RING_STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "reduce_scatter": lambda n: n - 1,
-              "broadcast": lambda n: n - 1, "all_to_all": lambda n: n - 1}
-RING_SENT = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0, "all_to_all": lambda n: (n - 1) / n}
+RING_STEPS = {
+    "all_reduce": lambda n: 2 * (n - 1),
+    "all_gather": lambda n: n - 1,
+    "reduce_scatter": lambda n: n - 1,
+    "broadcast": lambda n: n - 1,
+    "all_to_all": lambda n: n - 1,
+}
+RING_SENT = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "all_to_all": lambda n: (n - 1) / n,
+}
 
 
 @dataclass(frozen=True)
@@ -60,15 +70,23 @@ def _latencies(kind):
 def nvlink():
     """H100 NVLink inside a node, one way (the datasheet's 900 GB/s counts both directions)."""
     link = published.link("h100-nvlink")
-    return Link("NVLink (H100, in a node)", link.one_way, *_latencies("nvlink"),
-                f"{link.cite}; latencies: NCCL's per-protocol figures")
+    return Link(
+        "NVLink (H100, in a node)",
+        link.one_way,
+        *_latencies("nvlink"),
+        f"{link.cite}; latencies: NCCL's per-protocol figures",
+    )
 
 
 def infiniband():
     """Between DGX H100 nodes: one 400 Gb/s port per GPU, each way."""
     link = published.link("dgx-h100-network-per-gpu")
-    return Link("InfiniBand (DGX H100, between nodes)", link.one_way, *_latencies("net"),
-                f"{link.cite}; latencies: NCCL's per-protocol figures")
+    return Link(
+        "InfiniBand (DGX H100, between nodes)",
+        link.one_way,
+        *_latencies("net"),
+        f"{link.cite}; latencies: NCCL's per-protocol figures",
+    )
 
 
 LINKS = {"nvlink": nvlink, "infiniband": infiniband}
@@ -106,5 +124,11 @@ def project(step_s, comm, world_size, link, overlap=0.0):
     communication that a share `overlap` of it hides; returns step time and efficiency."""
     communication = comm_s(comm, world_size, link)
     step = step_s / world_size + (1 - overlap) * communication
-    return {"link": link.name, "world_size": world_size, "compute_s": step_s / world_size, "comm_s": communication,
-            "step_s": step, "efficiency": step_s / (world_size * step)}
+    return {
+        "link": link.name,
+        "world_size": world_size,
+        "compute_s": step_s / world_size,
+        "comm_s": communication,
+        "step_s": step,
+        "efficiency": step_s / (world_size * step),
+    }

@@ -51,13 +51,21 @@ def init(device="auto", timeout_s=120.0):
     device = resolve_device(device)
     if device.type == "cuda":
         if local_rank >= torch.cuda.device_count():
-            raise RuntimeError(f"local rank {local_rank} has no GPU: {torch.cuda.device_count()} visible on this "
-                               "node; launch at most one rank per GPU (--nproc-per-node)")
+            raise RuntimeError(
+                f"local rank {local_rank} has no GPU: {torch.cuda.device_count()} visible on this "
+                "node; launch at most one rank per GPU (--nproc-per-node)"
+            )
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s), store=_attempt_store(world_size, timeout_s),
-                            rank=rank, world_size=world_size, device_id=device if device.type == "cuda" else None)
+    dist.init_process_group(
+        backend,
+        timeout=timedelta(seconds=timeout_s),
+        store=_attempt_store(world_size, timeout_s),
+        rank=rank,
+        world_size=world_size,
+        device_id=device if device.type == "cuda" else None,
+    )
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh(device.type, (world_size,), mesh_dim_names=("dp",))
@@ -71,8 +79,13 @@ def _attempt_store(world_size, timeout_s):
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     if attempt == "0" or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None  # the first attempt: the usual env:// rendezvous
-    agent_store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
-                                is_master=False, timeout=timedelta(seconds=timeout_s))
+    agent_store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world_size,
+        is_master=False,
+        timeout=timedelta(seconds=timeout_s),
+    )
     return dist.PrefixStore(f"trainlab/attempt-{attempt}", agent_store)
 
 

@@ -33,19 +33,38 @@ from trainlab.doctor.report import Finding, Report  # noqa: F401
 LISTENERS = []  # called with the resolved path of every script diagnose() reads (trainlab.checks.help_record)
 
 
-def diagnose(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
-             nproc_per_node=None):
+def diagnose(
+    script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False, nproc_per_node=None
+):
     """Diagnose a script file (or source text) in a child process; return its Report.
     nproc_per_node=N runs it on N ranks under torchrun and compares them."""
     if script is not None:
         for listen in LISTENERS:
             listen(Path(script).resolve())
-    return examine_script(script, source=source, args=args, steps=steps, time_limit_s=time_limit_s, timeout=timeout,
-                          stream=stream, nproc_per_node=nproc_per_node)
+    return examine_script(
+        script,
+        source=source,
+        args=args,
+        steps=steps,
+        time_limit_s=time_limit_s,
+        timeout=timeout,
+        stream=stream,
+        nproc_per_node=nproc_per_node,
+    )
 
 
-def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s=60.0, timeout=None, stream=False,
-                   every_experiment=False, nproc_per_node=None):
+def examine_script(
+    script=None,
+    *,
+    source=None,
+    args=(),
+    steps=200,
+    time_limit_s=60.0,
+    timeout=None,
+    stream=False,
+    every_experiment=False,
+    nproc_per_node=None,
+):
     """Run a script (or source text) under the probe in a child process and return the Report,
     without counting as a consultation of the doctor (the investigation tools use this)."""
     if (script is None) == (source is None):
@@ -55,9 +74,18 @@ def examine_script(script=None, *, source=None, args=(), steps=200, time_limit_s
             script = Path(tmp) / "script.py"
             script.write_text(source)
         out = Path(tmp) / "report.json"
-        cli_args = ["--steps", steps, "--time-limit", time_limit_s, "--json", out,
-                    *(["--every-experiment"] if every_experiment else []),
-                    *(["--nproc-per-node", nproc_per_node] if nproc_per_node else []), script, *args]
+        cli_args = [
+            "--steps",
+            steps,
+            "--time-limit",
+            time_limit_s,
+            "--json",
+            out,
+            *(["--every-experiment"] if every_experiment else []),
+            *(["--nproc-per-node", nproc_per_node] if nproc_per_node else []),
+            script,
+            *args,
+        ]
         # the launcher's own start-up on top of what the ranks may take, so their report comes back first
         from trainlab.doctor.multirank import launch_limit  # here: it loads torch, which `doctor.causes` must not
 

@@ -23,25 +23,47 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m trainlab.doctor",
         description="Run an unmodified PyTorch training script for a bounded number of steps, "
-                    "instrumented from outside, and report what is wrong with it.")
+        "instrumented from outside, and report what is wrong with it.",
+    )
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
-    parser.add_argument("--time-limit", type=float, default=60.0,
-                        help="seconds for the run and the experiments after it together (60)")
-    parser.add_argument("--every-experiment", action="store_true",
-                        help="run every quick experiment, not only those the symptoms call for")
-    parser.add_argument("--nproc-per-node", type=_ranks, metavar="N",
-                        help="launch the script on N local ranks with torchrun and compare them (collectives, data, "
-                             "replicas, checkpoints, step time); the script picks its backend (gloo, nccl)")
-    parser.add_argument("--collective-timeout", type=float, default=20.0,
-                        help="with --nproc-per-node: a rank waiting longer than this in a collective fails (20 s)")
-    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON (schema: trainlab/doctor/report.py)")
+    parser.add_argument(
+        "--time-limit", type=float, default=60.0, help="seconds for the run and the experiments after it together (60)"
+    )
+    parser.add_argument(
+        "--every-experiment",
+        action="store_true",
+        help="run every quick experiment, not only those the symptoms call for",
+    )
+    parser.add_argument(
+        "--nproc-per-node",
+        type=_ranks,
+        metavar="N",
+        help="launch the script on N local ranks with torchrun and compare them (collectives, data, "
+        "replicas, checkpoints, step time); the script picks its backend (gloo, nccl)",
+    )
+    parser.add_argument(
+        "--collective-timeout",
+        type=float,
+        default=20.0,
+        help="with --nproc-per-node: a rank waiting longer than this in a collective fails (20 s)",
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write the report as JSON (schema: trainlab/doctor/report.py)"
+    )
     parser.add_argument("script", help="the training script; the doctor's options go before it")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="passed to the script unchanged")
     args = parser.parse_args(argv)
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
     if args.nproc_per_node:
-        report = diagnose_ranks(args.script, script_args, args.nproc_per_node, args.steps, args.time_limit,
-                                args.collective_timeout, args.every_experiment)
+        report = diagnose_ranks(
+            args.script,
+            script_args,
+            args.nproc_per_node,
+            args.steps,
+            args.time_limit,
+            args.collective_timeout,
+            args.every_experiment,
+        )
     else:
         report = diagnose_here(args.script, script_args, args.steps, args.time_limit, args.every_experiment)
     print(report)

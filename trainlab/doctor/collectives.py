@@ -26,12 +26,36 @@ import torch
 import torch.distributed as dist
 
 # Collectives every rank of a group must call in the same order with matching inputs.
-COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "all_gather_object",
-               "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast",
-               "broadcast_object_list", "reduce", "gather", "gather_object", "scatter", "scatter_object_list",
-               "barrier", "monitored_barrier")
-SHAPES_MAY_DIFFER = {"all_to_all", "all_to_all_single", "all_gather_object", "gather_object", "broadcast_object_list",
-                     "scatter_object_list", "gather", "scatter"}  # uneven splits and pickled objects are legal
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_single",
+    "all_gather_object",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "barrier",
+    "monitored_barrier",
+)
+SHAPES_MAY_DIFFER = {
+    "all_to_all",
+    "all_to_all_single",
+    "all_gather_object",
+    "gather_object",
+    "broadcast_object_list",
+    "scatter_object_list",
+    "gather",
+    "scatter",
+}  # uneven splits and pickled objects are legal
 HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep  # with the separator: torchvision is not torch
 
@@ -86,8 +110,15 @@ class CollectiveLog:
         self._per_group[group] = index + 1
         self.calls += 1
         site, via = call_site(sys._getframe(2))
-        line = {"i": index, "op": op, "group": list(group) if group else None, "inputs": _signature(args, kwargs),
-                "site": site, "via": via, "t": time.time()}
+        line = {
+            "i": index,
+            "op": op,
+            "group": list(group) if group else None,
+            "inputs": _signature(args, kwargs),
+            "site": site,
+            "via": via,
+            "t": time.time(),
+        }
         self._file.write(json.dumps(line) + "\n")
 
 
@@ -193,7 +224,15 @@ def compare_ranks(logs):
             else:
                 continue
             after = {r: (per_rank.get(r, [])[i + 1] if i + 1 < len(per_rank.get(r, [])) else None) for r in members}
-            found.append({"kind": kind, "index": i, "group": list(group), "calls": calls, "next": after,
-                          "t": min(c["t"] for c in present)})
+            found.append(
+                {
+                    "kind": kind,
+                    "index": i,
+                    "group": list(group),
+                    "calls": calls,
+                    "next": after,
+                    "t": min(c["t"] for c in present),
+                }
+            )
             break
     return min(found, key=lambda f: f["t"]) if found else None

@@ -33,8 +33,11 @@ def _crash(exc, script):
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == script] or frames
     where = f"{os.path.basename(mine[-1].filename)}:{mine[-1].lineno} ({mine[-1].line})" if mine else "?"
-    return {"error": f"{type(exc).__name__}: {exc}", "where": where,
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
+    return {
+        "error": f"{type(exc).__name__}: {exc}",
+        "where": where,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+    }
 
 
 # training steps each experiment takes on a copy of the model (their defaults in quick_experiments.py)
@@ -63,12 +66,13 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     if inner is not None:  # DistributedDataParallel: train the module it wraps
         model, state = inner, {k.removeprefix("module."): v for k, v in state.items()}
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
-    targets = captured.targets[:len(batches)]
+    targets = captured.targets[: len(batches)]
     not_learning = "no-convergence" in rules.symptoms(measurements, found)
     wanted = everything or not_learning or not measurements["finite"]
     # a classifier that learns is compared with the control: far worse than a known-good loop is a bug too
-    compare = (not wanted and measurements["finite"] and len(batches) >= 5
-               and measurements["task"]["kind"] == "classification")
+    compare = (
+        not wanted and measurements["finite"] and len(batches) >= 5 and measurements["task"]["kind"] == "classification"
+    )
     left, skipped, step_s = budget_s, [], 0.0
 
     def affordable(name):
@@ -92,8 +96,9 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
             low, high = COMPARISON_STEPS
             steps = min(high, int(left / step_s) if step_s else high, measurements["steps"])  # never more than it ran
             if steps >= low and not _beyond_comparison(model, batches, targets):
-                found["control"] = quick_experiments.control_run(model, state, batches, targets, steps=steps,
-                                                                 script_model=model)
+                found["control"] = quick_experiments.control_run(
+                    model, state, batches, targets, steps=steps, script_model=model
+                )
         if wanted and affordable("LR range test"):
             lrs, losses = quick_experiments.lr_range_test(model, state, batches[:-1] or batches, targets, kind)
             found["lr_range"] = {"lr": lrs, "loss": losses}
@@ -102,9 +107,11 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
         found["experiment_error"] = f"{type(exc).__name__}: {exc}"
     if skipped:
-        found["experiments_skipped"] = (f"{', '.join(skipped)}: at {1e3 * step_s:.0f} ms a step, more than the "
-                                        f"{budget_s:.0f} s left of the time limit (a longer --time-limit, or "
-                                        "--every-experiment, runs them)")
+        found["experiments_skipped"] = (
+            f"{', '.join(skipped)}: at {1e3 * step_s:.0f} ms a step, more than the "
+            f"{budget_s:.0f} s left of the time limit (a longer --time-limit, or "
+            "--every-experiment, runs them)"
+        )
     return found
 
 
@@ -116,8 +123,16 @@ def _beyond_comparison(model, batches, targets, held=2):
     return accuracy >= 1 - rules.optimizer.FAR_WORSE_GAP
 
 
-def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_experiment=False, instrument=None,
-                  experiments_allowed=True, seed=0):
+def diagnose_here(
+    script,
+    args=(),
+    max_steps=200,
+    time_limit_s=60.0,
+    every_experiment=False,
+    instrument=None,
+    experiments_allowed=True,
+    seed=0,
+):
     """Run script in this process and return its Report (experiments_allowed=False: the probe's
     measurements and rules only, as on the ranks of a multi-rank run other than rank 0). seed
     makes an unseeded script repeatable; ranks take their rank, so an unseeded script's ranks
@@ -129,8 +144,9 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     if m["task"]["kind"] == "adversarial":  # each model's loss rises as the other improves
         m["convergence"] = {"learning": None, "why": "adversarial losses are no convergence signal"}
     else:
-        m["convergence"] = trend.convergence(m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1,
-                                             m["classes"])
+        m["convergence"] = trend.convergence(
+            m["losses"], m["batch_acc"], m["chance"], m.get("batch_size") or 1, m["classes"]
+        )
     left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too
     x = run_quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
     found = rules.findings(m, x)
@@ -138,9 +154,26 @@ def diagnose_here(script, args=(), max_steps=200, time_limit_s=60.0, every_exper
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}
     m["lr_range"] = x.get("lr_range")
     if crash:
-        found.append(Finding("critical", "run", "crash", f"the script raised {crash['error']}",
-                             {"where": crash["where"]}, "fix the error first; the traceback is in the report"))
+        found.append(
+            Finding(
+                "critical",
+                "run",
+                "crash",
+                f"the script raised {crash['error']}",
+                {"where": crash["where"]},
+                "fix the error first; the traceback is in the report",
+            )
+        )
     notes = rules.symptom_evidence(m, symptoms)
     m["losses"] = [v if math.isfinite(v) else str(v) for v in m["losses"]]  # JSON has no NaN
-    return Report(os.path.relpath(script), list(args), probe.steps, time.perf_counter() - start, symptoms,
-                  rank(found), crash, m, notes)
+    return Report(
+        os.path.relpath(script),
+        list(args),
+        probe.steps,
+        time.perf_counter() - start,
+        symptoms,
+        rank(found),
+        crash,
+        m,
+        notes,
+    )

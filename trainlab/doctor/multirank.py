@@ -21,13 +21,30 @@ from trainlab.processes import runner, torchrun_output
 from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
-HANG_CAUSES = ("partial-collective", "collective-mismatch", "uneven-steps", "rank-did-not-finish")  # what makes ranks wait
-CONSEQUENCE = re.compile(f"{torchrun_output.LEFT_WAITING}|{torchrun_output.LOST_PEER}", re.I)  # another rank's doing, not this one's
+HANG_CAUSES = (
+    "partial-collective",
+    "collective-mismatch",
+    "uneven-steps",
+    "rank-did-not-finish",
+)  # what makes ranks wait
+CONSEQUENCE = re.compile(
+    f"{torchrun_output.LEFT_WAITING}|{torchrun_output.LOST_PEER}", re.I
+)  # another rank's doing, not this one's
 STRAGGLER = 1.5  # a rank whose compute per step exceeds the fastest rank's by this factor
 
 
-def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, collective_timeout_s=20.0,
-                   every_experiment=False, timeout=None, stream=False, retry_crash=False):
+def diagnose_ranks(
+    script,
+    args=(),
+    nproc=2,
+    steps=200,
+    time_limit_s=60.0,
+    collective_timeout_s=20.0,
+    every_experiment=False,
+    timeout=None,
+    stream=False,
+    retry_crash=False,
+):
     """Run script on nproc ranks under the doctor; return the merged Report.
 
     A rank killed by a fatal signal with no Python error (a crash inside torch or gloo) is reported
@@ -41,17 +58,34 @@ def diagnose_ranks(script, args=(), nproc=2, steps=200, time_limit_s=60.0, colle
     log and the capped timeout do the job without it, and a user can still set it."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trainlab-doctor-ranks-") as out:
-        worker_args = [out, "--steps", steps, "--time-limit", time_limit_s, "--collective-timeout",
-                       collective_timeout_s, *(["--every-experiment"] if every_experiment else []), script, *args]
+        worker_args = [
+            out,
+            "--steps",
+            steps,
+            "--time-limit",
+            time_limit_s,
+            "--collective-timeout",
+            collective_timeout_s,
+            *(["--every-experiment"] if every_experiment else []),
+            script,
+            *args,
+        ]
         limit = timeout or launch_limit(time_limit_s, collective_timeout_s)
+
         def clear():  # the crashed launch's files, then the caller's
             for path in Path(out).iterdir():
                 path.unlink()
             if callable(retry_crash):
                 retry_crash()
 
-        result = runner.run_distributed(module="trainlab.doctor.worker", nproc=nproc, args=worker_args,
-                                        timeout=limit, stream=stream, retry_crash=clear if retry_crash else False)
+        result = runner.run_distributed(
+            module="trainlab.doctor.worker",
+            nproc=nproc,
+            args=worker_args,
+            timeout=limit,
+            stream=stream,
+            retry_crash=clear if retry_crash else False,
+        )
         ranks = {}
         for r in range(nproc):
             path = Path(out) / f"rank{r}.json"
@@ -81,8 +115,9 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
     raised = sorted(r for r, rep in reports.items() if _raised_on_its_own(rep))
     desync = any(f.category == "distributed" and f.severity == "critical" for f in cross)
     why = f"rank {_ranks(raised)}'s own error" if raised else "the distributed finding above" if desync else None
-    findings = [_as_consequence(f, why) if why and f.cause == "crash" and CONSEQUENCE.search(f.title) else f
-                for f in findings]
+    findings = [
+        _as_consequence(f, why) if why and f.cause == "crash" and CONSEQUENCE.search(f.title) else f for f in findings
+    ]
     symptoms = list(dict.fromkeys(s for rep in reports.values() for s in rep.symptoms))
     hang = next((f for f in findings if f.cause in HANG_CAUSES), None)
     if hang is not None:
@@ -95,8 +130,18 @@ def merge(script, args, nproc, ranks, calls, result, wall_s):
     crashes = [(not _raised_on_its_own(rep), r) for r, rep in reports.items() if rep.crash]
     crash = reports[min(crashes)[1]].crash if crashes else None  # a rank's own error before a peer's timeout
     measurements = {"world_size": nproc, "rank0": main.measurements if main else {}}
-    return Report(script, args, min((rep.steps for rep in reports.values()), default=0), wall_s, symptoms,
-                  rank_findings(findings), crash, measurements, notes, ranks=per_rank)
+    return Report(
+        script,
+        args,
+        min((rep.steps for rep in reports.values()), default=0),
+        wall_s,
+        symptoms,
+        rank_findings(findings),
+        crash,
+        measurements,
+        notes,
+        ranks=per_rank,
+    )
 
 
 def _rank_findings(reports, nproc):
@@ -111,8 +156,9 @@ def _rank_findings(reports, nproc):
         _, f = min(seen, key=lambda rf: SEVERITIES.index(rf[1].severity))
         on = sorted({r for r, _ in seen})
         title = f.title if len(on) == nproc else f"rank {_ranks(on)}: {f.title}"
-        merged.append(Finding(f.severity, f.category, f.cause, title, {**f.evidence, "ranks": _ranks(on)},
-                              f.suggestion))
+        merged.append(
+            Finding(f.severity, f.category, f.cause, title, {**f.evidence, "ranks": _ranks(on)}, f.suggestion)
+        )
     return merged
 
 
@@ -127,9 +173,16 @@ def _unfinished_ranks(ranks, calls, result):
             last = calls.get(r, [])[-1:] or [None]
             where = f"; its last collective: {last[0]['op']} at {last[0]['site']}" if last[0] else ""
             why = "it was stopped at the doctor's time limit" if result.timed_out else (result.error or "it failed")
-            out.append(Finding("critical", "run", "rank-did-not-finish", f"rank {r} left no report: {why}{where}",
-                               {"rank": r, "timed_out": result.timed_out}, "run it again with a longer "
-                               "--time-limit; a rank stuck in a collective shows in the findings above"))
+            out.append(
+                Finding(
+                    "critical",
+                    "run",
+                    "rank-did-not-finish",
+                    f"rank {r} left no report: {why}{where}",
+                    {"rank": r, "timed_out": result.timed_out},
+                    "run it again with a longer --time-limit; a rank stuck in a collective shows in the findings above",
+                )
+            )
     return out
 
 
@@ -146,9 +199,19 @@ def _rank_line(r, rep, layout):
 
     step, comm, backward = median_ms("step_s"), median_ms("collective_s_per_step"), median_ms("backward_s")
     own = step - (comm or 0.0) - (backward or 0.0) if step is not None else None
-    return {"rank": r, "finished": True, "steps": rep.steps, "symptoms": rep.symptoms, "root_causes": rep.root_causes,
-            "step_ms": step, "collective_ms": comm, "backward_ms": backward, "own_ms": own,
-            "collectives": layout["collectives"], "crash": (rep.crash or {}).get("error")}
+    return {
+        "rank": r,
+        "finished": True,
+        "steps": rep.steps,
+        "symptoms": rep.symptoms,
+        "root_causes": rep.root_causes,
+        "step_ms": step,
+        "collective_ms": comm,
+        "backward_ms": backward,
+        "own_ms": own,
+        "collectives": layout["collectives"],
+        "crash": (rep.crash or {}).get("error"),
+    }
 
 
 def _ranks(ranks):
@@ -167,17 +230,30 @@ def collective_mismatch(reports, layout, calls, nproc):
     per_rank = {r: _describe_call(c, reports.get(r)) for r, c in first["calls"].items()}
     extra = _only_one_rank_calls(first, calls)
     cause = "partial-collective" if first["kind"] == "missing" or extra is not None else "collective-mismatch"
-    what = {"missing": "only some ranks called it", "order": "the ranks called different collectives",
-            "shape": "the ranks handed it tensors of different shapes"}[first["kind"]]
+    what = {
+        "missing": "only some ranks called it",
+        "order": "the ranks called different collectives",
+        "shape": "the ranks handed it tensors of different shapes",
+    }[first["kind"]]
     group = "the default group" if len(first["group"]) == nproc else f"the group of ranks {_ranks(first['group'])}"
     title = f"collective #{first['index']} of {group}: {what}"
     if extra is not None:
         title += f" (rank {extra} makes a call no other rank makes)"
-    evidence = {"kind": first["kind"], "call_index": first["index"], "group": _ranks(first["group"]),
-                **{f"rank_{r}": text for r, text in per_rank.items()}}
-    return Finding("critical", "distributed", cause, title + ": " + "; ".join(f"rank {r}: {t}" for r, t in per_rank.items()),
-                   evidence, "every rank must call every collective in the same order with the same shapes: move "
-                   "collectives out of rank-dependent branches (if rank == 0) or have every rank call them")
+    evidence = {
+        "kind": first["kind"],
+        "call_index": first["index"],
+        "group": _ranks(first["group"]),
+        **{f"rank_{r}": text for r, text in per_rank.items()},
+    }
+    return Finding(
+        "critical",
+        "distributed",
+        cause,
+        title + ": " + "; ".join(f"rank {r}: {t}" for r, t in per_rank.items()),
+        evidence,
+        "every rank must call every collective in the same order with the same shapes: move "
+        "collectives out of rank-dependent branches (if rank == 0) or have every rank call them",
+    )
 
 
 def _only_one_rank_calls(first, calls):
@@ -187,8 +263,13 @@ def _only_one_rank_calls(first, calls):
     if first["kind"] != "order":
         return None
     for r, call in present.items():
-        later = [c for o in present if o != r for c in calls[o] if c["i"] >= first["index"]
-                 and (c["group"] or None) == (call["group"] or None)]
+        later = [
+            c
+            for o in present
+            if o != r
+            for c in calls[o]
+            if c["i"] >= first["index"] and (c["group"] or None) == (call["group"] or None)
+        ]
         if not any(c["op"] == call["op"] and c["site"] == call["site"] for c in later):
             return r
     return None
@@ -224,20 +305,28 @@ def uneven_steps(reports, layout, calls, nproc):
     """Ranks that ran different numbers of steps: the one with more batches starts a step whose
     collectives (DDP's buffer broadcast in forward, its gradient all-reduce in backward) no other
     rank joins - uneven data per rank."""
-    counts = {r: {what: rep.measurements.get(what, 0) for what in ("steps", "backwards", "forwards")}
-              for r, rep in sorted(reports.items())}
+    counts = {
+        r: {what: rep.measurements.get(what, 0) for what in ("steps", "backwards", "forwards")}
+        for r, rep in sorted(reports.items())
+    }
     if len({tuple(c.values()) for c in counts.values()}) < 2 or len(reports) < nproc:
         return None
     if any(_raised_on_its_own(rep) for rep in reports.values()):
         return None  # a rank that raised an error of its own stopped early: its crash is the finding
     waiting = [r for r, rep in reports.items() if rep.crash and not _raised_on_its_own(rep)]
-    return Finding("critical" if waiting else "warning", "distributed", "uneven-steps",
-                   "the ranks ran different numbers of steps: " + "; ".join(
-                       f"rank {r} {c['steps']} optimizer steps, {c['forwards']} training forwards" for r, c in counts.items())
-                   + (f"; rank {_ranks(waiting)} then waited in a collective no other rank joined" if waiting else ""),
-                   {f"rank_{r}_{what}": n for r, c in counts.items() for what, n in c.items()},
-                   "give every rank the same number of batches (DistributedSampler pads or drops to an equal "
-                   "share; DDP's join() context manager handles uneven inputs)")
+    return Finding(
+        "critical" if waiting else "warning",
+        "distributed",
+        "uneven-steps",
+        "the ranks ran different numbers of steps: "
+        + "; ".join(
+            f"rank {r} {c['steps']} optimizer steps, {c['forwards']} training forwards" for r, c in counts.items()
+        )
+        + (f"; rank {_ranks(waiting)} then waited in a collective no other rank joined" if waiting else ""),
+        {f"rank_{r}_{what}": n for r, c in counts.items() for what, n in c.items()},
+        "give every rank the same number of batches (DistributedSampler pads or drops to an equal "
+        "share; DDP's join() context manager handles uneven inputs)",
+    )
 
 
 def same_data_every_rank(reports, layout, calls, nproc):
@@ -247,11 +336,15 @@ def same_data_every_rank(reports, layout, calls, nproc):
         return None
     same = sum(1 for i in range(n) if len({d[i] for d in digests}) == 1)
     if same == n:
-        return Finding("critical", "distributed", "same-data-every-rank",
-                       f"every rank trained on the same input batches ({same} of the first {n} steps identical on all "
-                       f"{len(digests)} ranks): {len(digests)} ranks do the work of one",
-                       {"identical_batches": same, "batches_compared": n, "ranks": len(digests)},
-                       "give each rank its own share of every global batch (DistributedSampler, or split by rank)")
+        return Finding(
+            "critical",
+            "distributed",
+            "same-data-every-rank",
+            f"every rank trained on the same input batches ({same} of the first {n} steps identical on all "
+            f"{len(digests)} ranks): {len(digests)} ranks do the work of one",
+            {"identical_batches": same, "batches_compared": n, "ranks": len(digests)},
+            "give each rank its own share of every global batch (DistributedSampler, or split by rank)",
+        )
 
 
 def replicas_diverge(reports, layout, calls, nproc):
@@ -267,15 +360,24 @@ def replicas_diverge(reports, layout, calls, nproc):
             if names:
                 modules = list(dict.fromkeys(n.rsplit(".", 1)[0] if "." in n else n for n in names))
                 critical = what == "params"
-                return Finding("critical" if critical else "warning", "distributed", "replicas-diverge",
-                               f"{len(names)} {'parameter' if critical else 'buffer'} tensors differ across ranks at the "
-                               f"start of step {entries[0]['step'] + 1}: {', '.join(modules[:6])}",
-                               {"what": what, "step": entries[0]["step"] + 1, "tensors": len(names),
-                                "modules": ", ".join(modules[:12])},
-                               "replicas must stay identical: every rank must take every optimizer step on the same "
-                               "averaged gradients (DDP), and buffers need DDP's broadcast_buffers or SyncBatchNorm"
-                               if critical else "buffers (BatchNorm statistics) drift apart: keep DDP's "
-                               "broadcast_buffers=True, or use SyncBatchNorm")
+                return Finding(
+                    "critical" if critical else "warning",
+                    "distributed",
+                    "replicas-diverge",
+                    f"{len(names)} {'parameter' if critical else 'buffer'} tensors differ across ranks at the "
+                    f"start of step {entries[0]['step'] + 1}: {', '.join(modules[:6])}",
+                    {
+                        "what": what,
+                        "step": entries[0]["step"] + 1,
+                        "tensors": len(names),
+                        "modules": ", ".join(modules[:12]),
+                    },
+                    "replicas must stay identical: every rank must take every optimizer step on the same "
+                    "averaged gradients (DDP), and buffers need DDP's broadcast_buffers or SyncBatchNorm"
+                    if critical
+                    else "buffers (BatchNorm statistics) drift apart: keep DDP's "
+                    "broadcast_buffers=True, or use SyncBatchNorm",
+                )
     return None
 
 
@@ -287,17 +389,25 @@ def rank0_checkpoint(reports, layout, calls, nproc):
         return None
     save = writers[wrote[0]][0]
     if len(wrote) < len(layout):  # of the ranks that reported (one that left no report is its own finding)
-        return Finding("critical", "distributed", "rank0-checkpoint",
-                       f"only rank {_ranks(wrote)} of {nproc} wrote a checkpoint of the sharded model (torch.save at "
-                       f"{save['site']}, {save['sharded']} of its {save['tensors']} tensors are shards): it holds "
-                       "that rank's shards alone, and nothing can resume from it",
-                       {"ranks_that_saved": _ranks(wrote), "site": save["site"], "sharded_tensors": save["sharded"]},
-                       "save with torch.distributed.checkpoint (dcp.save) on every rank, or gather a full state "
-                       "dict (get_model_state_dict(..., full_state_dict=True)) before rank 0 saves")
-    return Finding("warning", "distributed", "rank0-checkpoint",
-                   f"every rank torch.saves its own shards ({save['site']}): the files load only at this world size",
-                   {"ranks_that_saved": _ranks(wrote), "site": save["site"], "sharded_tensors": save["sharded"]},
-                   "torch.distributed.checkpoint writes the same shards and loads them at any world size")
+        return Finding(
+            "critical",
+            "distributed",
+            "rank0-checkpoint",
+            f"only rank {_ranks(wrote)} of {nproc} wrote a checkpoint of the sharded model (torch.save at "
+            f"{save['site']}, {save['sharded']} of its {save['tensors']} tensors are shards): it holds "
+            "that rank's shards alone, and nothing can resume from it",
+            {"ranks_that_saved": _ranks(wrote), "site": save["site"], "sharded_tensors": save["sharded"]},
+            "save with torch.distributed.checkpoint (dcp.save) on every rank, or gather a full state "
+            "dict (get_model_state_dict(..., full_state_dict=True)) before rank 0 saves",
+        )
+    return Finding(
+        "warning",
+        "distributed",
+        "rank0-checkpoint",
+        f"every rank torch.saves its own shards ({save['site']}): the files load only at this world size",
+        {"ranks_that_saved": _ranks(wrote), "site": save["site"], "sharded_tensors": save["sharded"]},
+        "torch.distributed.checkpoint writes the same shards and loads them at any world size",
+    )
 
 
 def root_only_wrap(reports, layout, calls, nproc):
@@ -308,24 +418,36 @@ def root_only_wrap(reports, layout, calls, nproc):
     blocks = max(model["repeated_blocks"].values())
     if len(units) < blocks + 1:
         where = ", ".join(f"{name} ({n})" for name, n in model["repeated_blocks"].items())
-        return Finding("warning", "distributed", "root-only-wrap",
-                       f"{len(units)} FSDP unit(s) ({', '.join(units)}) for a model with {blocks} repeated blocks "
-                       f"({where}): each unit's full parameters are gathered at once, so peak memory holds "
-                       "them all and communication cannot overlap the other blocks' compute",
-                       {"fsdp_units": len(units), "blocks": blocks}, "fully_shard each block, then the root")
+        return Finding(
+            "warning",
+            "distributed",
+            "root-only-wrap",
+            f"{len(units)} FSDP unit(s) ({', '.join(units)}) for a model with {blocks} repeated blocks "
+            f"({where}): each unit's full parameters are gathered at once, so peak memory holds "
+            "them all and communication cannot overlap the other blocks' compute",
+            {"fsdp_units": len(units), "blocks": blocks},
+            "fully_shard each block, then the root",
+        )
     return None
 
 
 def optimizer_before_sharding(reports, layout, calls, nproc):
     model = (layout.get(min(layout)) or {}).get("model") if layout else None
     if model and model["sharded"] and model["optimizer_tensors"] and not model["optimizer_holds_model_params"]:
-        return Finding("critical", "distributed", "optimizer-before-sharding",
-                       f"the optimizer holds {model['optimizer_tensors']} tensors, none of them the sharded model's "
-                       f"{model['params']} parameters (DTensors): it was built over the parameters fully_shard "
-                       "replaced, and steps tensors the model no longer uses",
-                       {"optimizer_tensors": model["optimizer_tensors"], "model_params": model["params"],
-                        "model_dtensors": model["dtensors"]},
-                       "build the optimizer after fully_shard, over model.parameters()")
+        return Finding(
+            "critical",
+            "distributed",
+            "optimizer-before-sharding",
+            f"the optimizer holds {model['optimizer_tensors']} tensors, none of them the sharded model's "
+            f"{model['params']} parameters (DTensors): it was built over the parameters fully_shard "
+            "replaced, and steps tensors the model no longer uses",
+            {
+                "optimizer_tensors": model["optimizer_tensors"],
+                "model_params": model["params"],
+                "model_dtensors": model["dtensors"],
+            },
+            "build the optimizer after fully_shard, over model.parameters()",
+        )
 
 
 def step_times(reports, layout, calls, nproc):
@@ -340,15 +462,23 @@ def step_times(reports, layout, calls, nproc):
         return None
     own = {line["rank"]: max(line["own_ms"], 0.0) for line in timed}
     slowest, fastest = max(own, key=own.get), min(own, key=own.get)
-    evidence = {f"rank_{line['rank']}": f"{line['step_ms']:.1f} ms/step: {line['own_ms']:.1f} own work, "
-                                        f"{line['backward_ms'] or 0:.1f} backward, {line['collective_ms'] or 0:.1f} "
-                                        "in the script's collectives" for line in timed}
+    evidence = {
+        f"rank_{line['rank']}": f"{line['step_ms']:.1f} ms/step: {line['own_ms']:.1f} own work, "
+        f"{line['backward_ms'] or 0:.1f} backward, {line['collective_ms'] or 0:.1f} "
+        "in the script's collectives"
+        for line in timed
+    }
     text = "; ".join(f"{key.replace('_', ' ')}: {value}" for key, value in evidence.items())
     if _waits_for(timed, slowest, fastest, own):
-        return Finding("warning", "distributed", "straggler",
-                       f"rank {slowest}'s own work per step takes {own[slowest] / own[fastest]:.1f}x rank {fastest}'s; "
-                       f"the others wait for it in every collective ({text})", evidence,
-                       "find what that rank does more (data loading, logging, evaluation on rank 0, a slower device)")
+        return Finding(
+            "warning",
+            "distributed",
+            "straggler",
+            f"rank {slowest}'s own work per step takes {own[slowest] / own[fastest]:.1f}x rank {fastest}'s; "
+            f"the others wait for it in every collective ({text})",
+            evidence,
+            "find what that rank does more (data loading, logging, evaluation on rank 0, a slower device)",
+        )
     return Finding("info", "distributed", "rank-step-times", f"time per step by rank: {text}", evidence, "")
 
 
@@ -364,5 +494,13 @@ def _waits_for(timed, slowest, fastest, own):
     return wait[fastest] - wait[slowest] >= 0.5 * gap
 
 
-CROSS_RANK_RULES = [collective_mismatch, uneven_steps, same_data_every_rank, replicas_diverge, rank0_checkpoint,
-                    root_only_wrap, optimizer_before_sharding, step_times]
+CROSS_RANK_RULES = [
+    collective_mismatch,
+    uneven_steps,
+    same_data_every_rank,
+    replicas_diverge,
+    rank0_checkpoint,
+    root_only_wrap,
+    optimizer_before_sharding,
+    step_times,
+]

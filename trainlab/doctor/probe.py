@@ -49,8 +49,18 @@ from trainlab.doctor.instruments import INSTRUMENTS
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.patching import Patches
 
-EVENTS = ("outermost_forward_start", "root_forward_start", "forward_end", "root_forward_end", "backward_start",
-          "backward_end", "step_start", "step_end", "step_counted", "iteration_end")
+EVENTS = (
+    "outermost_forward_start",
+    "root_forward_start",
+    "forward_end",
+    "root_forward_end",
+    "backward_start",
+    "backward_end",
+    "step_start",
+    "step_end",
+    "step_counted",
+    "iteration_end",
+)
 
 
 class StopTraining(BaseException):
@@ -58,8 +68,16 @@ class StopTraining(BaseException):
 
 
 class Probe:
-    def __init__(self, max_steps=200, time_limit_s=60.0, watch_finite=True, curves=False, on_step=None,
-                 every_step=False, stop_after_nonfinite=None):
+    def __init__(
+        self,
+        max_steps=200,
+        time_limit_s=60.0,
+        watch_finite=True,
+        curves=False,
+        on_step=None,
+        every_step=False,
+        stop_after_nonfinite=None,
+    ):
         self.max_steps, self.time_limit_s, self.watch_finite = max_steps, time_limit_s, watch_finite
         self.live_curves, self.on_step = curves, on_step  # a gradient norm and batch accuracy every step
         # every_step: gradients inspected on every step, not only the first DETAIL_STEPS (the exercise
@@ -68,7 +86,9 @@ class Probe:
         # stop_after_nonfinite=N: end the run after N non-finite losses in a row (a run that has
         # diverged shows nothing more, and half-precision steps on a CPU are slow)
         self.stop_after_nonfinite = stop_after_nonfinite
-        self.steps = self.backwards = self.forwards = 0  # optimizer steps, backward calls, training forwards of the model
+        self.steps = self.backwards = self.forwards = (
+            0  # optimizer steps, backward calls, training forwards of the model
+        )
         self.iterations = 0  # forward-backward iterations ended (with or without an optimizer step)
         self.in_training_forward = False  # inside the root model's forward with gradients enabled
         self.instrument_errors = {}  # "Instrument.event" -> the first error it raised (the run went on)
@@ -83,8 +103,9 @@ class Probe:
         self.instruments = [instrument(self) for instrument in INSTRUMENTS]
         for instrument in self.instruments:
             setattr(self, instrument.attribute, instrument)
-        self._listeners = {event: [getattr(i, event) for i in self.instruments if hasattr(i, event)]
-                           for event in EVENTS}
+        self._listeners = {
+            event: [getattr(i, event) for i in self.instruments if hasattr(i, event)] for event in EVENTS
+        }
 
     # What the experiments, the checks, the ranks and the live plots read.
     losses = property(lambda self: self.loss_record.losses)
@@ -124,10 +145,12 @@ class Probe:
     def __enter__(self):
         self.start = self.clock.last_step = time.perf_counter()
         self._patches = patches = Patches()
-        for register, hook in ((register_optimizer_step_pre_hook, self._before_step),
-                               (register_optimizer_step_post_hook, self._after_step),
-                               (torch.nn.modules.module.register_module_forward_pre_hook, self._before_forward),
-                               (torch.nn.modules.module.register_module_forward_hook, self._after_forward)):
+        for register, hook in (
+            (register_optimizer_step_pre_hook, self._before_step),
+            (register_optimizer_step_post_hook, self._after_step),
+            (torch.nn.modules.module.register_module_forward_pre_hook, self._before_forward),
+            (torch.nn.modules.module.register_module_forward_hook, self._after_forward),
+        ):
             patches.callback(register(hook).remove)
         patches.wrap(torch.Tensor, "backward", self._wrap_backward)
         for instrument in self.instruments:
@@ -240,8 +263,13 @@ class Probe:
     # ---------------------------------------------------------------- results
     def summary(self):
         """Everything measured, as plain numbers (JSON-serialisable): each instrument's PROVIDES."""
-        out = {"steps": self.steps, "backwards": self.backwards, "forwards": self.forwards,
-               "iterations": self.iterations, "wall_s": getattr(self, "wall_s", 0.0)}
+        out = {
+            "steps": self.steps,
+            "backwards": self.backwards,
+            "forwards": self.forwards,
+            "iterations": self.iterations,
+            "wall_s": getattr(self, "wall_s", 0.0),
+        }
         for instrument in self.instruments:
             out.update(instrument.summary())
         if self.instrument_errors:

@@ -149,8 +149,12 @@ def lr_suggestion(lrs, losses):
     curve that diverges gets the largest LR 3x below the divergence point; one that neither
     falls nor diverges over the range gets no suggestion.
     Returns {lr, rule, divergence_lr, drop, noise, smoothing, range}."""
-    result = {"lr": None, "divergence_lr": None, "smoothing": f"EMA beta={SMOOTHING}",
-              "range": [lrs[0], lrs[-1]] if lrs else None}
+    result = {
+        "lr": None,
+        "divergence_lr": None,
+        "smoothing": f"EMA beta={SMOOTHING}",
+        "range": [lrs[0], lrs[-1]] if lrs else None,
+    }
     smooth = smoothed(losses)
     if len(smooth) < 8:
         return result | {"rule": "too few finite points to read the curve"}
@@ -169,15 +173,21 @@ def lr_suggestion(lrs, losses):
     if drop > max(0.03 * before[0], 3 * noise) and len(before) >= 3:
         log_lr = [math.log10(lr) for lr in lrs[:end]]
         bottom = before.index(min(before))
-        slopes = [((before[i + 1] - before[i - 1]) / (log_lr[i + 1] - log_lr[i - 1]), i) for i in range(1, max(bottom, 2))]
+        slopes = [
+            ((before[i + 1] - before[i - 1]) / (log_lr[i + 1] - log_lr[i - 1]), i) for i in range(1, max(bottom, 2))
+        ]
         steepest, tenth_of_bottom = lrs[min(slopes)[1]], lrs[bottom] / 10
         if steepest <= tenth_of_bottom:
             return result | {"lr": steepest, "rule": "steepest descent of the smoothed loss"}
-        return result | {"lr": tenth_of_bottom, "rule": "a tenth of the LR at the smoothed loss's lowest point "
-                                                       "(below its steepest descent)"}
+        return result | {
+            "lr": tenth_of_bottom,
+            "rule": "a tenth of the LR at the smoothed loss's lowest point (below its steepest descent)",
+        }
     if result["divergence_lr"]:
-        return result | {"lr": result["divergence_lr"] / BELOW_DIVERGENCE,
-                         "rule": f"flat, then diverges: {BELOW_DIVERGENCE}x below the divergence point"}
+        return result | {
+            "lr": result["divergence_lr"] / BELOW_DIVERGENCE,
+            "rule": f"flat, then diverges: {BELOW_DIVERGENCE}x below the divergence point",
+        }
     return result | {"rule": "too flat: the loss neither falls nor diverges over the range"}
 
 
@@ -219,10 +229,20 @@ def control_run(model, init_state, batches, targets, steps=64, lr=3e-3, held_out
     shares = counts[counts > 0] / len(y_held)
     prior_loss = float(-(shares * shares.log()).sum())
     learns = math.isfinite(loss_after) and loss_after < 0.97 * min(loss_before, prior_loss)
-    result = {"steps": steps, "train_batches": len(train), "held_out_samples": len(y_held), "lr": lr,
-              "train_losses": losses, "held_out_loss_before": loss_before, "held_out_loss_after": loss_after,
-              "held_out_acc_before": acc_before, "held_out_acc_after": acc_after, "chance": chance,
-              "prior_loss": prior_loss, "learns": learns}
+    result = {
+        "steps": steps,
+        "train_batches": len(train),
+        "held_out_samples": len(y_held),
+        "lr": lr,
+        "train_losses": losses,
+        "held_out_loss_before": loss_before,
+        "held_out_loss_after": loss_after,
+        "held_out_acc_before": acc_before,
+        "held_out_acc_after": acc_after,
+        "chance": chance,
+        "prior_loss": prior_loss,
+        "learns": learns,
+    }
     if script_model is not None:
         script_copy = copy.deepcopy(script_model).float()
         result["script_held_out_loss"], result["script_held_out_acc"] = held_out_score(script_copy, x_held, y_held)

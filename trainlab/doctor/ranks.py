@@ -84,8 +84,11 @@ class RankProbe:
 
         for name in ("save", "async_save", "save_state_dict"):
             if hasattr(dcp, name):
-                patches.wrap(dcp, name, lambda original, api=f"torch.distributed.checkpoint.{name}":
-                             self._wrap_save(api, original))
+                patches.wrap(
+                    dcp,
+                    name,
+                    lambda original, api=f"torch.distributed.checkpoint.{name}": self._wrap_save(api, original),
+                )
         return self
 
     def __exit__(self, *exc):
@@ -121,8 +124,13 @@ class RankProbe:
         """A client of torchrun's store (MASTER_ADDR:MASTER_PORT), shared by the ranks of this run."""
         if self._store is None and "MASTER_PORT" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:
             try:
-                self._store = dist.TCPStore(os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ["MASTER_PORT"]),
-                                            self.world_size, is_master=False, timeout=timedelta(seconds=30))
+                self._store = dist.TCPStore(
+                    os.environ.get("MASTER_ADDR", "127.0.0.1"),
+                    int(os.environ["MASTER_PORT"]),
+                    self.world_size,
+                    is_master=False,
+                    timeout=timedelta(seconds=30),
+                )
             except (RuntimeError, ValueError):
                 self._store = False
         return self._store or None
@@ -148,8 +156,15 @@ class RankProbe:
             obj = args[0] if args else kwargs.get("obj", kwargs.get("state_dict"))
             tensors, sharded = _count_tensors(obj)
             probe = rank_probe._probe
-            rank_probe.saves.append({"api": api, "site": collectives.call_site(sys._getframe(1))[0],
-                                     "tensors": tensors, "sharded": sharded, "step": probe.steps if probe else 0})
+            rank_probe.saves.append(
+                {
+                    "api": api,
+                    "site": collectives.call_site(sys._getframe(1))[0],
+                    "tensors": tensors,
+                    "sharded": sharded,
+                    "step": probe.steps if probe else 0,
+                }
+            )
             with probe.internal() if probe else nullcontext():  # the save's own reads are not the script's syncs
                 return original(*args, **kwargs)
 
@@ -179,12 +194,16 @@ class RankProbe:
         probe = self._probe
         root = probe.captured.root if probe else None
         return {
-            "rank": self.rank, "world_size": self.world_size, "collectives": self.log.calls,
-            "collective_s": self.log.seconds, "collective_s_per_step": self.collective_s_per_step,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "collectives": self.log.calls,
+            "collective_s": self.log.seconds,
+            "collective_s_per_step": self.collective_s_per_step,
             "step_s": list(probe.clock.step_times) if probe else [],
             "backward_s": list(probe.clock.backward_time) if probe else [],
             "batches": [_digest(b) for b in probe.captured.batches] if probe else [],
-            "replicas": self.replicas, "saves": self.saves,
+            "replicas": self.replicas,
+            "saves": self.saves,
             "model": model_layout(root, probe.optimizers) if root is not None else None,
         }
 
@@ -221,8 +240,7 @@ def _digest(t):
     if is_dtensor(t):
         t = t.to_local()
     data = t.cpu().contiguous().reshape(-1)
-    return hashlib.blake2b(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"",
-                           digest_size=8).hexdigest()
+    return hashlib.blake2b(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"", digest_size=8).hexdigest()
 
 
 def _digests(named):
@@ -243,13 +261,24 @@ def model_layout(root, optimizers):
             if id(state) not in states:
                 states.add(id(state))
                 units.append(name or "<root>")
-    blocks = [name for name, m in root.named_modules()
-              if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and len(m) >= 2
-              and len({type(c) for c in m}) == 1 and any(True for _ in m[0].parameters())]
+    blocks = [
+        name
+        for name, m in root.named_modules()
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential))
+        and len(m) >= 2
+        and len({type(c) for c in m}) == 1
+        and any(True for _ in m[0].parameters())
+    ]
     params = {id(p) for p in root.parameters()}
     held = [p for o in optimizers for g in o.param_groups for p in g["params"]]
-    return {"type": type(root).__name__, "sharded": is_sharded(root), "fsdp_units": units,
-            "repeated_blocks": {name: len(root.get_submodule(name)) for name in blocks},
-            "params": len(params), "dtensors": sum(is_dtensor(p) for p in root.parameters()),
-            "optimizer_tensors": len(held), "optimizer_dtensors": sum(is_dtensor(p) for p in held),
-            "optimizer_holds_model_params": any(id(p) in params for p in held)}
+    return {
+        "type": type(root).__name__,
+        "sharded": is_sharded(root),
+        "fsdp_units": units,
+        "repeated_blocks": {name: len(root.get_submodule(name)) for name in blocks},
+        "params": len(params),
+        "dtensors": sum(is_dtensor(p) for p in root.parameters()),
+        "optimizer_tensors": len(held),
+        "optimizer_dtensors": sum(is_dtensor(p) for p in held),
+        "optimizer_holds_model_params": any(id(p) in params for p in held),
+    }

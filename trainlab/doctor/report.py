@@ -89,11 +89,16 @@ class Report:
         return cls(**data)
 
     def __str__(self):
-        lines = [f"trainlab doctor: {self.script} {' '.join(self.args)}".rstrip(),
-                 (f"ran {self.steps} optimizer steps" if self.steps or not self.measurements.get("updates_by_hand")
-                  else f"ran {self.measurements['backwards']} backwards, the parameters updated by hand,")
-                 + f" in {self.wall_s:.1f} s; "
-                 f"symptoms: {', '.join(self.symptoms) or 'none seen'}"]
+        lines = [
+            f"trainlab doctor: {self.script} {' '.join(self.args)}".rstrip(),
+            (
+                f"ran {self.steps} optimizer steps"
+                if self.steps or not self.measurements.get("updates_by_hand")
+                else f"ran {self.measurements['backwards']} backwards, the parameters updated by hand,"
+            )
+            + f" in {self.wall_s:.1f} s; "
+            f"symptoms: {', '.join(self.symptoms) or 'none seen'}",
+        ]
         task = self.measurements.get("task")
         if task:
             lines.append(f"  task: {task['kind']} ({task['why']})")
@@ -101,9 +106,15 @@ class Report:
         if self.crash:
             lines += [f"CRASH at {self.crash['where']}: {self.crash['error']}"]
         for r in self.ranks:
-            lines.append(f"  rank {r['rank']}: " + (f"{r['steps']} steps, {_fmt(r['step_ms'])} ms/step, "
-                                                   f"root causes: {', '.join(r['root_causes']) or 'none'}"
-                                                   if r["finished"] else "left no report"))
+            lines.append(
+                f"  rank {r['rank']}: "
+                + (
+                    f"{r['steps']} steps, {_fmt(r['step_ms'])} ms/step, "
+                    f"root causes: {', '.join(r['root_causes']) or 'none'}"
+                    if r["finished"]
+                    else "left no report"
+                )
+            )
         if self.root_causes:
             lines += [f"most likely root cause(s): {', '.join(self.root_causes)}"]
         for severity in SEVERITIES:
@@ -129,13 +140,20 @@ class Report:
             f"<td><b>{html.escape(f.title)}</b><br>"
             f"<small>{html.escape(', '.join(f'{k}={_fmt(v)}' for k, v in f.evidence.items()))}"
             f"</small><br><i>{html.escape(f.suggestion)}</i></td><td><code>{f.cause}</code></td></tr>"
-            for f in self.findings)
-        crash = f"<p style='color:#cf222e'><b>Crash</b> at {html.escape(self.crash['where'])}: " \
-                f"{html.escape(self.crash['error'])}</p>" if self.crash else ""
-        return (f"<div><b>trainlab doctor</b>: {html.escape(self.script)} — {self.steps} steps, "
-                f"{self.wall_s:.1f} s; symptoms: {', '.join(self.symptoms) or 'none seen'}; "
-                f"root cause(s): <b>{', '.join(self.root_causes) or 'none'}</b>{crash}"
-                f"<table><tr><th>severity</th><th>category</th><th>finding</th><th>cause</th></tr>{rows}</table></div>")
+            for f in self.findings
+        )
+        crash = (
+            f"<p style='color:#cf222e'><b>Crash</b> at {html.escape(self.crash['where'])}: "
+            f"{html.escape(self.crash['error'])}</p>"
+            if self.crash
+            else ""
+        )
+        return (
+            f"<div><b>trainlab doctor</b>: {html.escape(self.script)} — {self.steps} steps, "
+            f"{self.wall_s:.1f} s; symptoms: {', '.join(self.symptoms) or 'none seen'}; "
+            f"root cause(s): <b>{', '.join(self.root_causes) or 'none'}</b>{crash}"
+            f"<table><tr><th>severity</th><th>category</th><th>finding</th><th>cause</th></tr>{rows}</table></div>"
+        )
 
 
 def _fmt(value):

@@ -24,7 +24,7 @@ def theil_sen(values):
     n = len(values)
     stride = max(1, n // 120)  # at most ~7,000 pairs
     idx = list(range(0, n, stride))
-    slopes = sorted((values[j] - values[i]) / (j - i) for a, i in enumerate(idx) for j in idx[a + 1:])
+    slopes = sorted((values[j] - values[i]) / (j - i) for a, i in enumerate(idx) for j in idx[a + 1 :])
     slope = _median(slopes)
     intercept = _median([v - slope * i for i, v in enumerate(values)])
     return slope, intercept
@@ -47,9 +47,16 @@ def convergence(losses, batch_acc=(), chance=None, batch_size=1, classes=None):
     slope_se = noise / math.sqrt(n * (n * n - 1) / 12)  # least-squares formula: a fair scale for Theil-Sen's
     fell = first - last > max(SIGNIFICANT * fall_se, MIN_FALL * abs(first))
     trend_down = -slope * (n - 1) > max(SIGNIFICANT * slope_se * (n - 1), MIN_FALL * abs(first))
-    out = {"steps": n, "first_window_loss": first, "last_window_loss": last, "window": k,
-           "slope_per_100_steps": 100 * slope, "noise": noise, "fall_significant": fell,
-           "trend_significant": trend_down}
+    out = {
+        "steps": n,
+        "first_window_loss": first,
+        "last_window_loss": last,
+        "window": k,
+        "slope_per_100_steps": 100 * slope,
+        "noise": noise,
+        "fall_significant": fell,
+        "trend_significant": trend_down,
+    }
     above_chance = None
     accs = [a for a in batch_acc if math.isfinite(a)]
     if chance is not None and len(accs) >= MIN_STEPS:

@@ -33,8 +33,16 @@ def main(argv=None):
     code = 0
     try:
         with RankProbe(args.out_dir, rank, world_size, args.collective_timeout, args.time_limit) as ranks:
-            report = diagnose_here(args.script, args.script_args, args.steps, args.time_limit, args.every_experiment,
-                                   instrument=ranks.attach, experiments_allowed=rank == 0, seed=rank)
+            report = diagnose_here(
+                args.script,
+                args.script_args,
+                args.steps,
+                args.time_limit,
+                args.every_experiment,
+                instrument=ranks.attach,
+                experiments_allowed=rank == 0,
+                seed=rank,
+            )
         ranks.write(report)
     except BaseException:  # the doctor's own failure on this rank: said, and the parent names the rank
         traceback.print_exc()

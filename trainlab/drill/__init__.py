@@ -43,7 +43,7 @@ TWO_BUGS = 0.25  # share of drills with two planted bugs
 # What an engineer would report, by symptom: never a cause.
 REPORTS = {
     "no-convergence": "the loss does not come down the way it should, and test accuracy stays far below what "
-                      "this model reaches",
+    "this model reaches",
     "nan": "the loss turns NaN or inf early in training",
     "slow": "training runs several times slower than this model and data should allow",
     "memory": "memory use grows every step until the job is killed",
@@ -87,7 +87,7 @@ def combinations():
     for script in SCRIPTS:
         causes = [c for s, c in singles if s == script]
         for i, first in enumerate(causes):
-            for second in causes[i + 1:]:
+            for second in causes[i + 1 :]:
                 a, b = MUTATIONS[first], MUTATIONS[second]
                 if a.symptom != b.symptom or a.category == b.category or {first, second} in MASKING:
                     continue
@@ -124,9 +124,17 @@ def build(script, causes, seed, name=None):
     symptom = mutations[0].symptom
     name = name or f"drill/{seed}"
     path = FOLDER / f"{name.replace('/', '_').replace('-', '_')}.py"
-    lab = DrillLab(name, path, symptom, REPORTS[symptom],
-                   {m.cause: labs.Cause(m.cause, m.category, m.explanation) for m in mutations}, (),
-                   script=script, mutations=mutations, seed=seed)
+    lab = DrillLab(
+        name,
+        path,
+        symptom,
+        REPORTS[symptom],
+        {m.cause: labs.Cause(m.cause, m.category, m.explanation) for m in mutations},
+        (),
+        script=script,
+        mutations=mutations,
+        seed=seed,
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, lab.source())  # a notebook and a shell may make the same drill at once
     return labs.register(lab)
@@ -155,10 +163,15 @@ class DrillExercise(LabExercise):
     def __init__(self, lab):
         causes = tuple(lab.causes)
         short = "lr-schedule-too-fast" in causes
-        super().__init__(lab.name, mechanisms={c: BY_CAUSE[c] for c in causes}, hints=ladder(lab),
-                         corpus=wrong_fixes(lab), max_steps=SHORT_STEPS if short else MAX_STEPS[lab.symptom],
-                         max_train=SHORT_EPOCHS if short else None,
-                         min_gap_closed=max(MIN_GAP_CLOSED.get(c, 0.5) for c in causes))
+        super().__init__(
+            lab.name,
+            mechanisms={c: BY_CAUSE[c] for c in causes},
+            hints=ladder(lab),
+            corpus=wrong_fixes(lab),
+            max_steps=SHORT_STEPS if short else MAX_STEPS[lab.symptom],
+            max_train=SHORT_EPOCHS if short else None,
+            min_gap_closed=max(MIN_GAP_CLOSED.get(c, 0.5) for c in causes),
+        )
 
 
 def ladder(lab):
@@ -219,7 +232,7 @@ LAST = []  # the drills made in this kernel, newest last
 def new(seed=None, two_bugs=None):
     """A new drill; the same seed gives the same drill. two_bugs=True/False forces two bugs or one
     (a forced drill is named `drill/<seed>-2` or `-1`, apart from the seed's own)."""
-    seed = random.SystemRandom().randrange(10 ** 6) if seed is None else int(seed)
+    seed = random.SystemRandom().randrange(10**6) if seed is None else int(seed)
     script, causes = choose(seed, two_bugs)
     name = f"drill/{seed}" if two_bugs is None else f"drill/{seed}-{2 if two_bugs else 1}"
     made = Drill(build(script, causes, seed, name))

@@ -47,8 +47,12 @@ class Script:
         """The first statement `<something>.method(...)` whose receiver's name contains receiver."""
         for node in self._statements():
             call = node.value if isinstance(node, ast.Expr) else None
-            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
-                    and receiver in _name(call.func.value)):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == method
+                and receiver in _name(call.func.value)
+            ):
                 return node
         raise NotApplicable(f"no `.{method}()` call{f' on {receiver}' if receiver else ''}")
 
@@ -71,17 +75,24 @@ class Script:
 
     def training_loop(self):
         """The innermost `for` loop whose body calls .backward(): the training step's loop."""
-        loops = [n for n in self.nodes(ast.For)
-                 if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
-                        for c in ast.walk(n))]
+        loops = [
+            n
+            for n in self.nodes(ast.For)
+            if any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+                for c in ast.walk(n)
+            )
+        ]
         if not loops:
             raise NotApplicable("no training loop (a for loop that calls backward())")
         return min(loops, key=lambda n: n.end_lineno - n.lineno)
 
     def attribute(self, dotted, after=0):
         """The first `a.b` expression spelled dotted, in source order (below line `after`, if given)."""
-        found = sorted((n for n in self.nodes(ast.Attribute) if _name(n) == dotted and n.lineno > after),
-                       key=lambda n: (n.lineno, n.col_offset))
+        found = sorted(
+            (n for n in self.nodes(ast.Attribute) if _name(n) == dotted and n.lineno > after),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
         if not found:
             raise NotApplicable(f"no {dotted}")
         return found[0]
@@ -90,13 +101,18 @@ class Script:
         """The innermost statement that contains node."""
         best = None
         for statement in self._statements():
-            if statement.lineno <= node.lineno and node.end_lineno <= statement.end_lineno and (
-                    best is None or statement.end_lineno - statement.lineno <= best.end_lineno - best.lineno):
+            if (
+                statement.lineno <= node.lineno
+                and node.end_lineno <= statement.end_lineno
+                and (best is None or statement.end_lineno - statement.lineno <= best.end_lineno - best.lineno)
+            ):
                 best = statement
         return best
 
     def _statements(self):
-        return sorted((n for n in ast.walk(self.tree) if isinstance(n, ast.stmt)), key=lambda n: (n.lineno, n.col_offset))
+        return sorted(
+            (n for n in ast.walk(self.tree) if isinstance(n, ast.stmt)), key=lambda n: (n.lineno, n.col_offset)
+        )
 
     # ---------------------------------------------------------------- editing
     def _lines(self):
@@ -112,7 +128,7 @@ class Script:
         lines = self._lines()
 
         def offset(lineno, col):  # ast's columns count UTF-8 bytes
-            return sum(map(len, lines[:lineno - 1])) + len(lines[lineno - 1].encode()[:col].decode())
+            return sum(map(len, lines[: lineno - 1])) + len(lines[lineno - 1].encode()[:col].decode())
 
         start, end = offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset)
         self._set([self.text[:start] + new + self.text[end:]])
@@ -124,30 +140,30 @@ class Script:
     def insert_before(self, node, code):
         lines = self._lines()
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])  # above its decorators
-        lines[first - 1:first - 1] = self._indented(node, code)
+        lines[first - 1 : first - 1] = self._indented(node, code)
         self._set(lines)
 
     def insert_after(self, node, code):
         lines = self._lines()
-        lines[node.end_lineno:node.end_lineno] = self._indented(node, code)
+        lines[node.end_lineno : node.end_lineno] = self._indented(node, code)
         self._set(lines)
 
     def delete(self, node):
         lines = self._lines()
-        del lines[node.lineno - 1:node.end_lineno]
+        del lines[node.lineno - 1 : node.end_lineno]
         self._set(lines)
 
     def move_after(self, node, anchor):
         """Move statement node to just after statement anchor, re-indented to anchor's depth."""
         lines = self._lines()
-        moved = self._indented(anchor, textwrap.dedent("".join(lines[node.lineno - 1:node.end_lineno])))
+        moved = self._indented(anchor, textwrap.dedent("".join(lines[node.lineno - 1 : node.end_lineno])))
         at = anchor.end_lineno - (node.end_lineno - node.lineno + 1 if node.lineno < anchor.lineno else 0)
-        del lines[node.lineno - 1:node.end_lineno]
+        del lines[node.lineno - 1 : node.end_lineno]
         lines[at:at] = moved
         self._set(lines)
 
     def segment_lines(self, node):
-        return [line.rstrip("\n") for line in self._lines()[node.lineno - 1:node.end_lineno]]
+        return [line.rstrip("\n") for line in self._lines()[node.lineno - 1 : node.end_lineno]]
 
     def add_import(self, module, name):
         """Add name to the script's `from module import ...` line (sorted), or add that line."""
@@ -158,7 +174,11 @@ class Script:
                 return
         group = module.split(".")[0]  # after the imports of the same package (isort's grouping)
         imports = [n for n in self.tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        same = [n for n in imports if (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name).split(".")[0] == group]
+        same = [
+            n
+            for n in imports
+            if (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name).split(".")[0] == group
+        ]
         self.insert_after((same or imports)[-1], f"from {module} import {name}")
 
     def prune_unused(self, before):
@@ -168,8 +188,12 @@ class Script:
         while True:
             loaded = _loaded(self.tree)
             for node in self.tree.body:
-                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                        and node.targets[0].id in used_before - loaded):
+                if (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id in used_before - loaded
+                ):
                     self.delete(node)
                     break
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -180,8 +204,9 @@ class Script:
                             self.delete(node)
                         else:
                             head = f"from {node.module} import " if isinstance(node, ast.ImportFrom) else "import "
-                            self.replace(node, head + ", ".join(a.name + (f" as {a.asname}" if a.asname else "")
-                                                                for a in kept))
+                            self.replace(
+                                node, head + ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
+                            )
                         break
             else:
                 return

@@ -52,7 +52,9 @@ def _model_assignment(script):
 
 
 def _optimizer(script):
-    calls = [c for c in script.calls("") if _name(c.func).startswith("torch.optim.") and "lr_scheduler" not in _name(c.func)]
+    calls = [
+        c for c in script.calls("") if _name(c.func).startswith("torch.optim.") and "lr_scheduler" not in _name(c.func)
+    ]
     if not calls:
         raise NotApplicable("no torch.optim optimizer")
     return calls[0]
@@ -62,7 +64,11 @@ def _loss_call(script):
     """The training loss call `loss = <loss function>(outputs, targets)` in the training loop."""
     loop = script.training_loop()
     for node in ast.walk(loop):
-        if isinstance(node, ast.Assign) and [_name(t) for t in node.targets] == ["loss"] and isinstance(node.value, ast.Call):
+        if (
+            isinstance(node, ast.Assign)
+            and [_name(t) for t in node.targets] == ["loss"]
+            and isinstance(node.value, ast.Call)
+        ):
             return node, node.value
     raise NotApplicable("no `loss = f(outputs, targets)` in the training loop")
 
@@ -80,8 +86,13 @@ def _batch_names(script):
     """('x', 'y', loader expression) of `for step, (x, y) in enumerate(loader):`."""
     loop = script.training_loop()
     target, it = loop.target, loop.iter
-    if (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Tuple)
-            and isinstance(it, ast.Call) and _name(it.func) == "enumerate"):
+    if (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Tuple)
+        and isinstance(it, ast.Call)
+        and _name(it.func) == "enumerate"
+    ):
         x, y = (_name(e) for e in target.elts[1].elts)
         return loop, x, y, script.segment(it.args[0])
     raise NotApplicable("the training loop is not `for step, (x, y) in enumerate(loader)`")
@@ -126,9 +137,12 @@ def zero_init(script):
 def dead_relus(script):
     if "ReLU" not in script.text:
         raise NotApplicable("no ReLU")
-    script.insert_after(_model_assignment(script), "for m in model.modules():\n"
-                        "    if isinstance(m, (nn.Linear, nn.BatchNorm2d)) and m.bias is not None:\n"
-                        "        nn.init.constant_(m.bias, -5.0)")
+    script.insert_after(
+        _model_assignment(script),
+        "for m in model.modules():\n"
+        "    if isinstance(m, (nn.Linear, nn.BatchNorm2d)) and m.bias is not None:\n"
+        "        nn.init.constant_(m.bias, -5.0)",
+    )
 
 
 def softmax_into_loss(script):
@@ -152,10 +166,12 @@ def unstable_kl_loss(script):
     else:
         raise NotApplicable("no cross-entropy to replace")
     first_def = next((n for n in script.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))), None)
-    helper = ("def soft_cross_entropy(logits, target):\n"
-              "    p = torch.softmax(logits, dim=1)\n"
-              "    t = nn.functional.one_hot(target, p.shape[1]).float()\n"
-              "    return (t * torch.log(t / p)).sum(dim=1).mean()\n")
+    helper = (
+        "def soft_cross_entropy(logits, target):\n"
+        "    p = torch.softmax(logits, dim=1)\n"
+        "    t = nn.functional.one_hot(target, p.shape[1]).float()\n"
+        "    return (t * torch.log(t / p)).sum(dim=1).mean()\n"
+    )
     if first_def is not None:
         script.insert_before(first_def, helper + "\n\n")
     else:
@@ -214,10 +230,13 @@ def sorted_unshuffled(script):
         script.replace(stars, f"train=False, {script.segment(stars)}")
     else:
         raise NotApplicable(f"cannot turn off shuffling in {names}")
-    first = min((script.statement_of(script.attribute(a)) for a in ("images.train_x", "images.train_y")),
-                key=lambda n: n.lineno)
-    script.insert_before(first, "order = images.train_y.argsort()\n"
-                         "train_images, train_labels = images.train_x[order], images.train_y[order]")
+    first = min(
+        (script.statement_of(script.attribute(a)) for a in ("images.train_x", "images.train_y")), key=lambda n: n.lineno
+    )
+    script.insert_before(
+        first,
+        "order = images.train_y.argsort()\ntrain_images, train_labels = images.train_x[order], images.train_y[order]",
+    )
     for attr, name in (("images.train_x", "train_images"), ("images.train_y", "train_labels")):
         script.replace(script.attribute(attr, after=first.lineno + 1), name)  # the two new lines keep theirs
 
@@ -285,8 +304,9 @@ def per_sample_accuracy(script):
     else:
         name = script.segment(call.args[0]).split(".")[0]
     statement, _ = _loss_call(script)
-    script.insert_after(statement, f"for i in range(len({y})):\n"
-                        f"    correct[int({y}[i])] += int({name}[i].argmax() == {y}[i])")
+    script.insert_after(
+        statement, f"for i in range(len({y})):\n    correct[int({y}[i])] += int({name}[i].argmax() == {y}[i])"
+    )
     script.insert_before(script.training_loop(), "correct = [0] * 10")
 
 
@@ -302,8 +322,13 @@ def _cast_model_and_inputs(script, cast):
     """model.<cast>() after it is built, and every input it is called on cast too (training and evaluation)."""
     _forward_call(script)  # the training step must call it
     while True:
-        calls = [n for n in script.nodes(ast.Call) if _name(n.func).split(".")[-1] == "model" and len(n.args) == 1
-                 and not script.segment(n.args[0]).endswith(f".{cast}()")]
+        calls = [
+            n
+            for n in script.nodes(ast.Call)
+            if _name(n.func).split(".")[-1] == "model"
+            and len(n.args) == 1
+            and not script.segment(n.args[0]).endswith(f".{cast}()")
+        ]
         if not calls:
             break
         script.replace(calls[0].args[0], f"{script.segment(calls[0].args[0])}.{cast}()")
@@ -334,11 +359,11 @@ def _drop_autocast(script):
             raise NotApplicable("a one-line with statement")
         if kept:  # the header line only
             new = [f"{' ' * node.col_offset}with {', '.join(kept)}:\n"]
-            lines[node.lineno - 1:node.body[0].lineno - 1] = new
+            lines[node.lineno - 1 : node.body[0].lineno - 1] = new
         else:  # the body, one level less indented
             shift = node.body[0].col_offset - node.col_offset
-            body = lines[node.body[0].lineno - 1:node.end_lineno]
-            lines[node.lineno - 1:node.end_lineno] = [line[shift:] if line.strip() else line for line in body]
+            body = lines[node.body[0].lineno - 1 : node.end_lineno]
+            lines[node.lineno - 1 : node.end_lineno] = [line[shift:] if line.strip() else line for line in body]
         script._set(lines)
 
 
@@ -359,48 +384,146 @@ def tiny_batches(script):
     raise NotApplicable("no training batch size")
 
 
-MUTATIONS = {m.cause: m for m in (
-    Mutation("labels-misaligned", "no-convergence", "the training labels are shuffled on their own, apart from "
-             "the images: every image carries another image's label.", shuffled_labels),
-    Mutation("batches-of-one-class", "no-convergence", "the training set is sorted by class and never shuffled: "
-             "every batch holds one class, so each step pulls the model towards that class alone.",
-             sorted_unshuffled),
-    Mutation("same-batch-every-step", "no-convergence", "one batch is taken before the loop and trained on at "
-             "every step: the model memorises one batch and learns nothing that generalises.", one_batch_repeated),
-    Mutation("zero-initialisation", "no-convergence", "every parameter is set to zero: all units of a layer "
-             "compute the same thing and get the same gradient, and zero norm scales output zeros.", zero_init),
-    Mutation("dead-units", "no-convergence", "the biases start at -5, so every ReLU outputs zero for every "
-             "input and passes no gradient back: nothing before the last layer can learn.", dead_relus),
-    Mutation("softmax-before-cross-entropy", "no-convergence", "the loss receives probabilities: cross-entropy "
-             "applies its own log-softmax, so the gradients shrink and the loss barely moves.", softmax_into_loss),
-    Mutation("unstable-loss", "nan", "a hand-written soft cross-entropy computes t * log(t / p): where t = 0 "
-             "that is 0 * log(0) = NaN.", unstable_kl_loss),
-    Mutation("missing-zero-grad", "no-convergence", "optimizer.zero_grad() is gone: each step's gradient is the "
-             "sum of every gradient so far.", remove_zero_grad),
-    Mutation("missing-optimizer-step", "no-convergence", "optimizer.step() is gone: gradients are computed and "
-             "never applied.", remove_step),
-    Mutation("zero-grad-before-step", "no-convergence", "zero_grad() runs between backward() and step(): the "
-             "optimizer steps on zero gradients.", zero_grad_after_backward),
-    Mutation("lr-schedule-too-fast", "no-convergence", "the per-epoch scheduler is stepped every batch: the "
-             "learning rate collapses within the first epoch.", scheduler_per_batch),
-    Mutation("params-not-in-optimizer", "no-convergence", "the model is built a second time after the "
-             "optimizer: the optimizer updates the first model's parameters, the loop trains the second.",
-             rebuild_model_after_optimizer),
-    Mutation("lr-too-high", "no-convergence", "the learning rate is 100x the script's working value: the updates "
-             "overshoot, and the loss jumps around or diverges.", lr_times_100, constant_only=True),
-    Mutation("weight-decay-too-high", "no-convergence", "the weight decay takes 10% off every weight at every "
-             "step (lr x weight_decay = 0.1): the weights shrink towards zero faster than the gradients move them.",
-             weight_decay_shrinks_ten_percent, constant_only=True),
-    Mutation("data-loader-starves", "slow", "batches are assembled one sample at a time through PIL "
-             "transforms in the training process: most of each step waits for the next batch.", per_sample_loader),
-    Mutation("host-syncs-in-loop", "slow", "per-sample accuracy bookkeeping reads two tensor values per "
-             "sample: each read is a device synchronisation on a GPU.", per_sample_accuracy),
-    Mutation("batch-too-small", "slow", "batches of 4 images: per-step overheads dominate and the device is "
-             "idle most of the time; an epoch takes many times longer.", tiny_batches, constant_only=True),
-    Mutation("graph-kept-alive", "memory", "every step's loss tensor is kept with retain_graph=True: each step's "
-             "autograd graph stays alive and memory grows every step.", keep_loss_graphs),
-    Mutation("fp16-master-weights", "nan", "the model's weights are cast to fp16: AdamW's eps rounds to 0 and "
-             "small gradients underflow, so updates divide 0 by 0.", half_weights),
-    Mutation("float64-compute", "slow", "the model and inputs are cast to float64: every layer runs at "
-             "double-precision speed (a fraction of float32's, far less on most GPUs).", double_precision),
-)}
+MUTATIONS = {
+    m.cause: m
+    for m in (
+        Mutation(
+            "labels-misaligned",
+            "no-convergence",
+            "the training labels are shuffled on their own, apart from "
+            "the images: every image carries another image's label.",
+            shuffled_labels,
+        ),
+        Mutation(
+            "batches-of-one-class",
+            "no-convergence",
+            "the training set is sorted by class and never shuffled: "
+            "every batch holds one class, so each step pulls the model towards that class alone.",
+            sorted_unshuffled,
+        ),
+        Mutation(
+            "same-batch-every-step",
+            "no-convergence",
+            "one batch is taken before the loop and trained on at "
+            "every step: the model memorises one batch and learns nothing that generalises.",
+            one_batch_repeated,
+        ),
+        Mutation(
+            "zero-initialisation",
+            "no-convergence",
+            "every parameter is set to zero: all units of a layer "
+            "compute the same thing and get the same gradient, and zero norm scales output zeros.",
+            zero_init,
+        ),
+        Mutation(
+            "dead-units",
+            "no-convergence",
+            "the biases start at -5, so every ReLU outputs zero for every "
+            "input and passes no gradient back: nothing before the last layer can learn.",
+            dead_relus,
+        ),
+        Mutation(
+            "softmax-before-cross-entropy",
+            "no-convergence",
+            "the loss receives probabilities: cross-entropy "
+            "applies its own log-softmax, so the gradients shrink and the loss barely moves.",
+            softmax_into_loss,
+        ),
+        Mutation(
+            "unstable-loss",
+            "nan",
+            "a hand-written soft cross-entropy computes t * log(t / p): where t = 0 that is 0 * log(0) = NaN.",
+            unstable_kl_loss,
+        ),
+        Mutation(
+            "missing-zero-grad",
+            "no-convergence",
+            "optimizer.zero_grad() is gone: each step's gradient is the sum of every gradient so far.",
+            remove_zero_grad,
+        ),
+        Mutation(
+            "missing-optimizer-step",
+            "no-convergence",
+            "optimizer.step() is gone: gradients are computed and never applied.",
+            remove_step,
+        ),
+        Mutation(
+            "zero-grad-before-step",
+            "no-convergence",
+            "zero_grad() runs between backward() and step(): the optimizer steps on zero gradients.",
+            zero_grad_after_backward,
+        ),
+        Mutation(
+            "lr-schedule-too-fast",
+            "no-convergence",
+            "the per-epoch scheduler is stepped every batch: the learning rate collapses within the first epoch.",
+            scheduler_per_batch,
+        ),
+        Mutation(
+            "params-not-in-optimizer",
+            "no-convergence",
+            "the model is built a second time after the "
+            "optimizer: the optimizer updates the first model's parameters, the loop trains the second.",
+            rebuild_model_after_optimizer,
+        ),
+        Mutation(
+            "lr-too-high",
+            "no-convergence",
+            "the learning rate is 100x the script's working value: the updates "
+            "overshoot, and the loss jumps around or diverges.",
+            lr_times_100,
+            constant_only=True,
+        ),
+        Mutation(
+            "weight-decay-too-high",
+            "no-convergence",
+            "the weight decay takes 10% off every weight at every "
+            "step (lr x weight_decay = 0.1): the weights shrink towards zero faster than the gradients move them.",
+            weight_decay_shrinks_ten_percent,
+            constant_only=True,
+        ),
+        Mutation(
+            "data-loader-starves",
+            "slow",
+            "batches are assembled one sample at a time through PIL "
+            "transforms in the training process: most of each step waits for the next batch.",
+            per_sample_loader,
+        ),
+        Mutation(
+            "host-syncs-in-loop",
+            "slow",
+            "per-sample accuracy bookkeeping reads two tensor values per "
+            "sample: each read is a device synchronisation on a GPU.",
+            per_sample_accuracy,
+        ),
+        Mutation(
+            "batch-too-small",
+            "slow",
+            "batches of 4 images: per-step overheads dominate and the device is "
+            "idle most of the time; an epoch takes many times longer.",
+            tiny_batches,
+            constant_only=True,
+        ),
+        Mutation(
+            "graph-kept-alive",
+            "memory",
+            "every step's loss tensor is kept with retain_graph=True: each step's "
+            "autograd graph stays alive and memory grows every step.",
+            keep_loss_graphs,
+        ),
+        Mutation(
+            "fp16-master-weights",
+            "nan",
+            "the model's weights are cast to fp16: AdamW's eps rounds to 0 and "
+            "small gradients underflow, so updates divide 0 by 0.",
+            half_weights,
+        ),
+        Mutation(
+            "float64-compute",
+            "slow",
+            "the model and inputs are cast to float64: every layer runs at "
+            "double-precision speed (a fraction of float32's, far less on most GPUs).",
+            double_precision,
+        ),
+    )
+}

@@ -53,7 +53,12 @@ def expected_bytes(way, accum, block_params, root_params, world_size):
 
 
 def accumulation(ctx, options, out):
-    way, accum, batch, steps = options["way"], options.get("accum", 4), options.get("batch", 32), options.get("steps", 3)
+    way, accum, batch, steps = (
+        options["way"],
+        options.get("accum", 4),
+        options.get("batch", 32),
+        options.get("steps", 3),
+    )
     if way not in WAYS:
         raise ValueError(f"way={way!r}; use one of {WAYS}")
     model = launches.model(ctx, width=options.get("width", 64), depth=options.get("depth", 6))
@@ -89,9 +94,14 @@ def accumulation(ctx, options, out):
     full = torch.cat([p.full_tensor().detach().flatten() for p in net.parameters()])
     if ctx.is_main:
         torch.save(full, out.with_suffix(".pt"))
-    return {"way": way, "accum": accum, "world_size": ctx.world_size, "params": sum(block_params) + root_params,
-            "send_bytes": [m["send_bytes"] for m in per_micro_step],
-            "calls": [{k: v["calls"] for k, v in m.items() if k != "send_bytes"} for m in per_micro_step],
-            "expected_send_bytes": expected_bytes(way, accum, block_params, root_params, ctx.world_size),
-            "peak_bytes": launches.gather(ctx, peaks[0]), "final": str(out.with_suffix(".pt"))}
-
+    return {
+        "way": way,
+        "accum": accum,
+        "world_size": ctx.world_size,
+        "params": sum(block_params) + root_params,
+        "send_bytes": [m["send_bytes"] for m in per_micro_step],
+        "calls": [{k: v["calls"] for k, v in m.items() if k != "send_bytes"} for m in per_micro_step],
+        "expected_send_bytes": expected_bytes(way, accum, block_params, root_params, ctx.world_size),
+        "peak_bytes": launches.gather(ctx, peaks[0]),
+        "final": str(out.with_suffix(".pt")),
+    }

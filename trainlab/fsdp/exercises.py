@@ -67,46 +67,101 @@ def _solution_with(anchor, new):
 
 # One wrong fix per mistake, in the solution's place; then each mistake alone (the four others fixed).
 CORPUS = (
-    WrongFix("the root kept gathered instead", Edit(fixes="all", unfixed=("root-only-wrap",), replace=((
-        "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False"),)),  # still one unit
-        reason="for a model of"),
-    WrongFix("a different shuffle per rank", Edit(fixes="all", replace=(  # not a partition of the global batch
-        ("batch_size=micro, rank=ctx.rank,\n", "batch_size=micro, seed=ctx.rank,\n"),
-        ("                                world_size=ctx.world_size, **stats)", "                                **stats)"))),
-        reason="together are not the global batch"),
-    WrongFix("optimizer over a fresh model", _solution_with(  # after sharding, but not over the sharded model
-        "optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding",
-        "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after"),
-        reason="plain tensors"),
-    WrongFix("the mean loss all-reduced on rank 0 only", _solution_with(
-        '            if step % args.log_every == 0:\n'
-        '                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
-        '            if ctx.is_main and step % args.log_every == 0:\n'
-        '                print(f"step {step:4d} loss {float(all_mean(loss, ctx)):.4f}")'),
-        reason="a rank waited in a collective the others never called"),
-    WrongFix("every rank its own torch.save file", _solution_with(  # no sharded checkpoint to resume from
-        "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",
-        'torch.save(model.state_dict(), args.ckpt_dir / f"rank{ctx.rank}-step{step}.pt")'),
-        reason="no complete sharded checkpoint"),
-    WrongFix("all blocks in one unit", _solution_with(  # 2 units (blocks, root) for 7 modules' worth of weights
-        "            for block in blocks:\n                fully_shard(block, **kw)\n", "            fully_shard(blocks, **kw)\n"),
-        kind="partial", reason="for a model of"),
+    WrongFix(
+        "the root kept gathered instead",
+        Edit(
+            fixes="all",
+            unfixed=("root-only-wrap",),
+            replace=(("reshard_after_forward=not args.no_reshard", "reshard_after_forward=False"),),
+        ),  # still one unit
+        reason="for a model of",
+    ),
+    WrongFix(
+        "a different shuffle per rank",
+        Edit(
+            fixes="all",
+            replace=(  # not a partition of the global batch
+                ("batch_size=micro, rank=ctx.rank,\n", "batch_size=micro, seed=ctx.rank,\n"),
+                (
+                    "                                world_size=ctx.world_size, **stats)",
+                    "                                **stats)",
+                ),
+            ),
+        ),
+        reason="together are not the global batch",
+    ),
+    WrongFix(
+        "optimizer over a fresh model",
+        _solution_with(  # after sharding, but not over the sharded model
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, eps=args.eps)  # after sharding",
+            "optimizer = torch.optim.AdamW(build_model(args, ctx).parameters(), lr=args.lr, eps=args.eps)  # after",
+        ),
+        reason="plain tensors",
+    ),
+    WrongFix(
+        "the mean loss all-reduced on rank 0 only",
+        _solution_with(
+            "            if step % args.log_every == 0:\n"
+            '                ctx.print(f"step {step:4d} loss {losses[-1]:.4f}")',
+            "            if ctx.is_main and step % args.log_every == 0:\n"
+            '                print(f"step {step:4d} loss {float(all_mean(loss, ctx)):.4f}")',
+        ),
+        reason="a rank waited in a collective the others never called",
+    ),
+    WrongFix(
+        "every rank its own torch.save file",
+        _solution_with(  # no sharded checkpoint to resume from
+            "checkpoint.save(args.ckpt_dir, step, model, optimizer, ctx)",
+            'torch.save(model.state_dict(), args.ckpt_dir / f"rank{ctx.rank}-step{step}.pt")',
+        ),
+        reason="no complete sharded checkpoint",
+    ),
+    WrongFix(
+        "all blocks in one unit",
+        _solution_with(  # 2 units (blocks, root) for 7 modules' worth of weights
+            "            for block in blocks:\n                fully_shard(block, **kw)\n",
+            "            fully_shard(blocks, **kw)\n",
+        ),
+        kind="partial",
+        reason="for a model of",
+    ),
     # Each mistake alone: the check must blame it (by what it observed) and pass the other four.
-    *(WrongFix(f"only {m} left", Edit(fixes="all", unfixed=(m,)), kind="partial", reason=("1 of 5 checks still fail", seen))
-      for m, seen in (("root-only-wrap", "for a model of"), ("same-data-every-rank", "every rank trained on the same samples"),
-                      ("rank0-checkpoint", "a fresh run found no complete sharded checkpoint"))),
+    *(
+        WrongFix(
+            f"only {m} left", Edit(fixes="all", unfixed=(m,)), kind="partial", reason=("1 of 5 checks still fail", seen)
+        )
+        for m, seen in (
+            ("root-only-wrap", "for a model of"),
+            ("same-data-every-rank", "every rank trained on the same samples"),
+            ("rank0-checkpoint", "a fresh run found no complete sharded checkpoint"),
+        )
+    ),
     # A hang leaves the other four unjudged; an optimizer over the replaced parameters makes the
     # state dict fail later: the check judges what it saw at the first step, not the crash.
-    WrongFix("only partial-collective left", Edit(fixes="all", unfixed=("partial-collective",)), kind="partial",
-             reason="5 of 5 checks still fail; first: a rank waited in a collective the others never called"),
-    WrongFix("only optimizer-before-sharding left", Edit(fixes="all", unfixed=("optimizer-before-sharding",)),
-             kind="partial", reason="plain tensors"),
-    CorrectAlternative("no resharding after forward (ZeRO-2)", _solution_with(
-        "reshard_after_forward=not args.no_reshard", "reshard_after_forward=False")),
-    CorrectAlternative("attention and MLP wrapped apart, then each block", _solution_with(
-        "                fully_shard(block, **kw)\n",
-        "                fully_shard(block.attn, **kw)\n                fully_shard(block.mlp, **kw)\n"
-        "                fully_shard(block, **kw)\n")),
+    WrongFix(
+        "only partial-collective left",
+        Edit(fixes="all", unfixed=("partial-collective",)),
+        kind="partial",
+        reason="5 of 5 checks still fail; first: a rank waited in a collective the others never called",
+    ),
+    WrongFix(
+        "only optimizer-before-sharding left",
+        Edit(fixes="all", unfixed=("optimizer-before-sharding",)),
+        kind="partial",
+        reason="plain tensors",
+    ),
+    CorrectAlternative(
+        "no resharding after forward (ZeRO-2)",
+        _solution_with("reshard_after_forward=not args.no_reshard", "reshard_after_forward=False"),
+    ),
+    CorrectAlternative(
+        "attention and MLP wrapped apart, then each block",
+        _solution_with(
+            "                fully_shard(block, **kw)\n",
+            "                fully_shard(block.attn, **kw)\n                fully_shard(block.mlp, **kw)\n"
+            "                fully_shard(block, **kw)\n",
+        ),
+    ),
 )
 
 
@@ -127,21 +182,34 @@ class FsdpLabExercise(Exercise):
             script = tmp / "train.py"
             script.write_text(source)
             run = ["--mode", "fsdp2", "--steps", str(self.steps), "--log-every", "2", "--depth", str(DEPTH)]
-            spec = {"_pg_timeout": self.pg_timeout,
-                    "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
-                    "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"]}
+            spec = {
+                "_pg_timeout": self.pg_timeout,
+                "run": [*run, "--ckpt-every", str(self.steps), "--ckpt-dir", str(tmp / "ckpt")],
+                "resumed": [*run, "--ckpt-dir", str(tmp / "ckpt"), "--resume"],
+            }
             (tmp / "spec.json").write_text(json.dumps(spec))
+
             def clear():  # a crash inside torch is launched again: nothing of the first launch may be judged
                 for folder in (tmp / "out", tmp / "ckpt"):
                     shutil.rmtree(folder, ignore_errors=True)
 
-            result = runner.run_distributed(module="trainlab.fsdp.labcheck", nproc=self.world_size,
-                                            args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
-                                            timeout=self.timeout, stream=False, retry_crash=clear)
+            result = runner.run_distributed(
+                module="trainlab.fsdp.labcheck",
+                nproc=self.world_size,
+                args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
+                timeout=self.timeout,
+                stream=False,
+                retry_crash=clear,
+            )
             observed = tmp / "out" / "observed.json"
-            out = {"ok": result.ok, "error": result.error, "output": result.output[-4000:],
-                   "timed_out": result.timed_out, "latest": (tmp / "ckpt" / "LATEST").exists(),
-                   "observed": json.loads(observed.read_text()) if observed.exists() else {"units": [], "optimizer": None}}
+            out = {
+                "ok": result.ok,
+                "error": result.error,
+                "output": result.output[-4000:],
+                "timed_out": result.timed_out,
+                "latest": (tmp / "ckpt" / "LATEST").exists(),
+                "observed": json.loads(observed.read_text()) if observed.exists() else {"units": [], "optimizer": None},
+            }
             for name in ("run", "resumed"):
                 if (tmp / "out" / f"{name}.json").exists():
                     out[name] = json.loads((tmp / "out" / f"{name}.json").read_text())
@@ -160,14 +228,31 @@ class FsdpLabExercise(Exercise):
         with tempfile.TemporaryDirectory(prefix="trainlab-fsdp-ref-") as tmp:
             tmp = Path(tmp)
             script = labs.write(LAB, tmp / "train.py", fixed=True)
-            result = runner.run_python(script, args=["--mode", "single", "--steps", self.steps, "--report",
-                                                     tmp / "r.json", "--final", tmp / "r.pt", "--device", self.run_device()],
-                                       timeout=120, stream=False)
+            result = runner.run_python(
+                script,
+                args=[
+                    "--mode",
+                    "single",
+                    "--steps",
+                    self.steps,
+                    "--report",
+                    tmp / "r.json",
+                    "--final",
+                    tmp / "r.pt",
+                    "--device",
+                    self.run_device(),
+                ],
+                timeout=120,
+                stream=False,
+            )
             if not result.ok:
                 raise RuntimeError(f"the FSDP lab's own solution failed on one process: {result.error}")
             report = json.loads((tmp / "r.json").read_text())
-            return {"state": torch.load(tmp / "r.pt", weights_only=True)["model"],
-                    "fingerprint": report["ranks"][0]["fingerprint"], "initial": _initial_state(report["args"])}
+            return {
+                "state": torch.load(tmp / "r.pt", weights_only=True)["model"],
+                "fingerprint": report["ranks"][0]["fingerprint"],
+                "initial": _initial_state(report["args"]),
+            }
 
     # ------------------------------------------------------------------ judging
     def judge_mistakes(self, m):
@@ -179,14 +264,20 @@ class FsdpLabExercise(Exercise):
         verdicts = {}
         fingerprints = [r["fingerprint"] for r in run["ranks"]]
         if len(set(fingerprints)) < len(fingerprints):
-            verdicts["same-data-every-rank"] = self._no("same-data-every-rank", "every rank trained on the same samples "
-                                                        f"(batch sums per rank: {_fmt(fingerprints)})")
+            verdicts["same-data-every-rank"] = self._no(
+                "same-data-every-rank",
+                f"every rank trained on the same samples (batch sums per rank: {_fmt(fingerprints)})",
+            )
         elif not math.isclose(sum(fingerprints), ref["fingerprint"], rel_tol=1e-9):
             verdicts["same-data-every-rank"] = self._no(
-                "same-data-every-rank", f"the ranks' batches differ but together are not the global batch (sum "
-                f"{sum(fingerprints):.1f}, one process: {ref['fingerprint']:.1f})")
+                "same-data-every-rank",
+                f"the ranks' batches differ but together are not the global batch (sum "
+                f"{sum(fingerprints):.1f}, one process: {ref['fingerprint']:.1f})",
+            )
         else:
-            verdicts["same-data-every-rank"] = self._yes("same-data-every-rank", "disjoint shares that make up the global batch")
+            verdicts["same-data-every-rank"] = self._yes(
+                "same-data-every-rank", "disjoint shares that make up the global batch"
+            )
 
         moved = max_state_diff(m["run_state"]["model"], ref["initial"])
         drift = max_state_diff(m["run_state"]["model"], ref["state"])
@@ -195,26 +286,34 @@ class FsdpLabExercise(Exercise):
             verdicts["optimizer-before-sharding"] = plain
         elif moved == 0:
             verdicts["optimizer-before-sharding"] = self._no(
-                "optimizer-before-sharding", f"the model's parameters never changed in {self.steps} steps")
+                "optimizer-before-sharding", f"the model's parameters never changed in {self.steps} steps"
+            )
         elif verdicts["same-data-every-rank"].passed and drift > 1e-5:
             verdicts["optimizer-before-sharding"] = self._no(
-                "optimizer-before-sharding", f"training differs from one process on the same batches by {drift:.1e} "
-                "(allowed 1e-5)")
+                "optimizer-before-sharding",
+                f"training differs from one process on the same batches by {drift:.1e} (allowed 1e-5)",
+            )
         else:
             verdicts["optimizer-before-sharding"] = self._yes(
-                "optimizer-before-sharding", f"parameters moved by up to {moved:.1e} and match one process within {drift:.1e}")
+                "optimizer-before-sharding",
+                f"parameters moved by up to {moved:.1e} and match one process within {drift:.1e}",
+            )
 
         gathers = run["ranks"][0]["comm"].get("all_gather", {}).get("calls", 0)
         verdicts["root-only-wrap"] = _units(m) or (
             self._no("root-only-wrap", f"{gathers} all-gathers per step for a model of {DEPTH} blocks")
-            if gathers < DEPTH else self._yes("root-only-wrap", f"{len(m['observed']['units'])} FSDP units, "
-                                              f"{gathers} all-gathers per step"))
+            if gathers < DEPTH
+            else self._yes(
+                "root-only-wrap", f"{len(m['observed']['units'])} FSDP units, {gathers} all-gathers per step"
+            )
+        )
 
         resumed = m.get("resumed", {}).get("resumed_from", 0)
         if not m["latest"] or resumed != self.steps:
             verdicts["rank0-checkpoint"] = self._no(
-                "rank0-checkpoint", "a fresh run found no complete sharded checkpoint to resume from (it resumed from "
-                f"step {resumed})")
+                "rank0-checkpoint",
+                f"a fresh run found no complete sharded checkpoint to resume from (it resumed from step {resumed})",
+            )
         elif max_state_diff(m["resumed_state"]["model"], m["run_state"]["model"]) != 0:
             verdicts["rank0-checkpoint"] = self._no("rank0-checkpoint", "the resumed model differs from the saved one")
         else:
@@ -236,7 +335,9 @@ class FsdpLabExercise(Exercise):
             elif hung and mistake == "partial-collective":
                 verdicts[mistake] = self._no(mistake, "a rank waited in a collective the others never called: " + error)
             elif hung or any(observed.values()):  # the crash follows from what was observed, or the run hung
-                verdicts[mistake] = Verdict(f"{LAB}: {mistake}", "not attempted", f"not judged: the run stopped ({error})")
+                verdicts[mistake] = Verdict(
+                    f"{LAB}: {mistake}", "not attempted", f"not judged: the run stopped ({error})"
+                )
             else:
                 verdicts[mistake] = Verdict(f"{LAB}: {mistake}", "error", error, m["output"][-1500:])
         return verdicts
@@ -258,16 +359,21 @@ class FsdpLabExercise(Exercise):
         failing = sorted((v for v in verdicts.values() if not v.passed), key=lambda v: v.kind == "not attempted")
         if not failing:
             return Verdict(LAB, "pass", "all five checks pass", table)
-        return Verdict(LAB, failing[0].kind, f"{len(failing)} of 5 checks still fail; first: {failing[0].message}", table)
+        return Verdict(
+            LAB, failing[0].kind, f"{len(failing)} of 5 checks still fail; first: {failing[0].message}", table
+        )
 
 
 def _plain_optimizer_tensors(m):
     """An incorrect verdict when the optimizer stepped plain tensors while the model was sharded."""
     seen, units = m["observed"]["optimizer"], m["observed"]["units"]
     if seen and units and seen["sharded"] < seen["tensors"]:
-        return Verdict(f"{LAB}: optimizer-before-sharding", "incorrect",
-                       f"at the first step the optimizer updates {seen['tensors'] - seen['sharded']} plain tensors and "
-                       f"{seen['sharded']} sharded ones (DTensors), while the model's parameters are sharded")
+        return Verdict(
+            f"{LAB}: optimizer-before-sharding",
+            "incorrect",
+            f"at the first step the optimizer updates {seen['tensors'] - seen['sharded']} plain tensors and "
+            f"{seen['sharded']} sharded ones (DTensors), while the model's parameters are sharded",
+        )
     return None
 
 
@@ -275,9 +381,11 @@ def _units(m):
     """An incorrect verdict when the model has fewer FSDP units than blocks plus the root."""
     units = m["observed"]["units"]
     if units and len(units) < DEPTH + 1:
-        return Verdict(f"{LAB}: root-only-wrap", "incorrect",
-                       f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} ({', '.join(units)}) for a model of "
-                       f"{DEPTH} blocks")
+        return Verdict(
+            f"{LAB}: root-only-wrap",
+            "incorrect",
+            f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} ({', '.join(units)}) for a model of {DEPTH} blocks",
+        )
     return None
 
 

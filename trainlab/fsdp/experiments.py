@@ -17,9 +17,13 @@ Each experiment is a function of (ctx, options, out_dir) in its own module, name
 
 from trainlab.distributed import launches
 
-EXPERIMENT_KINDS = {"steptime": "trainlab.fsdp.steptime:steptime",
-         "accumulation": "trainlab.fsdp.accumulation:accumulation", "init": "trainlab.fsdp.initialise:initialise",
-         "batchnorm": "trainlab.fsdp.parity:batchnorm", "clip": "trainlab.fsdp.parity:clip"}
+EXPERIMENT_KINDS = {
+    "steptime": "trainlab.fsdp.steptime:steptime",
+    "accumulation": "trainlab.fsdp.accumulation:accumulation",
+    "init": "trainlab.fsdp.initialise:initialise",
+    "batchnorm": "trainlab.fsdp.parity:batchnorm",
+    "clip": "trainlab.fsdp.parity:clip",
+}
 
 
 def run(spec, world_size, folder, device="cpu", timeout=600.0, stream=False):

@@ -66,8 +66,14 @@ def initialise(ctx, options, out):
     if way in ("broadcast", "dcp") and ctx.is_main:
         source = torch.load(files / "full.pt", weights_only=True)
         matches = all(torch.equal(state[k], source[k]) for k in source)
-    return {"way": way, "world_size": ctx.world_size, "params": params, "full_bytes": 4 * params,
-            "peak_bytes": launches.gather(ctx, tracker.peak), "loaded_exactly": matches}
+    return {
+        "way": way,
+        "world_size": ctx.world_size,
+        "params": params,
+        "full_bytes": 4 * params,
+        "peak_bytes": launches.gather(ctx, tracker.peak),
+        "loaded_exactly": matches,
+    }
 
 
 def _load_broadcast(model, ctx, path):

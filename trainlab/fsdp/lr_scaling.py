@@ -24,8 +24,10 @@ from trainlab.loop import TrainConfig, train
 from trainlab.models import ModelConfig
 
 BASE_BATCH, BASE_LR = 128, 0.05  # the reference loop's batch and peak LR
-ARMS = {"linear scaling + warmup": dict(scale=True, warmup_frac=0.2),
-        "same LR as batch 128": dict(scale=False, warmup_frac=0.2)}
+ARMS = {
+    "linear scaling + warmup": dict(scale=True, warmup_frac=0.2),
+    "same LR as batch 128": dict(scale=False, warmup_frac=0.2),
+}
 
 
 @while_working(lambda *a, **k: "the CNN at each global batch, each LR rule (accuracy after the same epochs)")
@@ -33,15 +35,31 @@ def run(device="auto", batches=(64, 256, 1024), epochs=4, n_train=20_000, width=
     """One run per (arm, global batch): test accuracy after `epochs` epochs, and the run itself."""
     data = DataConfig(n_train=n_train, n_test=2_000)
     images = load_images(data)
-    base = TrainConfig(model=ModelConfig(name="cnn", width=width), data=data, device=str(device), epochs=epochs,
-                       lr=BASE_LR, seed=seed, log_every=10)
+    base = TrainConfig(
+        model=ModelConfig(name="cnn", width=width),
+        data=data,
+        device=str(device),
+        epochs=epochs,
+        lr=BASE_LR,
+        seed=seed,
+        log_every=10,
+    )
     rows = []
     for arm, how in arms.items():
         for batch in batches:
             lr = BASE_LR * batch / BASE_BATCH if how["scale"] else BASE_LR
-            record = train(replace(base, batch_size=batch, lr=lr, warmup_frac=how["warmup_frac"]), images=images,
-                           progress=False)
-            rows.append({"arm": arm, "batch": batch, "lr": lr, "steps": len(record.lr),
-                         "test_accuracy": record.test_accuracy[-1], "final_loss": record.loss[-1],
-                         "diverged": bool(record.stopped)})
+            record = train(
+                replace(base, batch_size=batch, lr=lr, warmup_frac=how["warmup_frac"]), images=images, progress=False
+            )
+            rows.append(
+                {
+                    "arm": arm,
+                    "batch": batch,
+                    "lr": lr,
+                    "steps": len(record.lr),
+                    "test_accuracy": record.test_accuracy[-1],
+                    "final_loss": record.loss[-1],
+                    "diverged": bool(record.stopped),
+                }
+            )
     return rows

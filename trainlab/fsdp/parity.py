@@ -67,11 +67,18 @@ def batchnorm(ctx, options, out):
     mine, theirs = net.module.state_dict(), reference.state_dict()
     diff = {k: float((mine[k].float() - theirs[k].float()).abs().max()) for k in theirs if mine[k].is_floating_point()}
     stats = [k for k in diff if "running" in k]
-    return {"norm": norm, "world_size": ctx.world_size, "losses": losses, "reference_losses": ref_losses,
-            "max_loss_diff": max(abs(a - b) for a, b in zip(losses, ref_losses)),
-            "max_param_diff": max(v for k, v in diff.items() if k not in stats),
-            "max_running_stat_diff": max(diff[k] for k in stats), "comm": comm,
-            "norm_send_bytes": norm_bytes, "gradient_send_bytes": grad_bytes}
+    return {
+        "norm": norm,
+        "world_size": ctx.world_size,
+        "losses": losses,
+        "reference_losses": ref_losses,
+        "max_loss_diff": max(abs(a - b) for a, b in zip(losses, ref_losses)),
+        "max_param_diff": max(v for k, v in diff.items() if k not in stats),
+        "max_running_stat_diff": max(diff[k] for k in stats),
+        "comm": comm,
+        "norm_send_bytes": norm_bytes,
+        "gradient_send_bytes": grad_bytes,
+    }
 
 
 def clip(ctx, options, out):
@@ -90,5 +97,10 @@ def clip(ctx, options, out):
     opt.step()
     ref_opt.step()
     params = [p.full_tensor() for p in net.parameters()]
-    return {"world_size": ctx.world_size, "norm": float(norm), "reference_norm": float(ref_norm), "max_norm": max_norm,
-            "max_param_diff": max(float((p - r).abs().max()) for p, r in zip(params, reference.parameters()))}
+    return {
+        "world_size": ctx.world_size,
+        "norm": float(norm),
+        "reference_norm": float(ref_norm),
+        "max_norm": max_norm,
+        "max_param_diff": max(float((p - r).abs().max()) for p, r in zip(params, reference.parameters())),
+    }

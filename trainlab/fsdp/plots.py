@@ -60,8 +60,11 @@ def plot_rank_splits(results, title="where each rank's step goes (profiled steps
     """results: {label: steptime result}; one stacked bar per rank, in trainlab.measurement.timeline's categories."""
     from trainlab.workbook.plots import plot_step_split
 
-    rows = {f"{label}, rank {r}": {c: 1e3 * rank["split"][c] for c in ("compute", "communication", "data", "sync", "idle")}
-            for label, res in results.items() for r, rank in enumerate(res["ranks"])}
+    rows = {
+        f"{label}, rank {r}": {c: 1e3 * rank["split"][c] for c in ("compute", "communication", "data", "sync", "idle")}
+        for label, res in results.items()
+        for r, rank in enumerate(res["ranks"])
+    }
     fig = plot_step_split(rows, title=title)
     plt.close(fig)
     return fig
@@ -76,8 +79,9 @@ def plot_overlap(rows, title="what moves overlap: communication hidden behind co
     ax_t.barh(labels, [r["exposed_ms"] for r in rows][::-1], color="tab:purple", label="communication not hidden")
     ax_t.set(xlabel="ms per step")
     ax_t.legend(fontsize=7)
-    ax_o.barh(labels, [100 * (r["overlap"] if r["overlap"] == r["overlap"] else 0) for r in rows][::-1],
-              color="tab:green")
+    ax_o.barh(
+        labels, [100 * (r["overlap"] if r["overlap"] == r["overlap"] else 0) for r in rows][::-1], color="tab:green"
+    )
     ax_o.set(xlabel="% of communication time overlapped by compute", xlim=(0, 100))
     ax_t.tick_params(axis="y", labelsize=8)
     fig.suptitle(title, fontsize=9)
@@ -95,8 +99,15 @@ def plot_accumulation(results, title="gradient accumulation under FSDP: bytes pe
     for i, way in enumerate(ways):
         x = np.arange(k) + (i - (len(ways) - 1) / 2) * width
         ax_b.bar(x, [b / MB for b in results[way]["send_bytes"]], width, label=f"{way} (measured)")
-        ax_b.scatter(x, [b / MB for b in results[way]["expected_send_bytes"]], marker="_", s=200, color="black",
-                     zorder=3, label="model" if i == 0 else None)
+        ax_b.scatter(
+            x,
+            [b / MB for b in results[way]["expected_send_bytes"]],
+            marker="_",
+            s=200,
+            color="black",
+            zorder=3,
+            label="model" if i == 0 else None,
+        )
     ax_b.set_xticks(range(k), [f"micro-step {i + 1}" for i in range(k)], fontsize=8)
     ax_b.set(ylabel="MiB sent per rank")
     ax_b.legend(fontsize=7)

@@ -35,13 +35,20 @@ def run_configs(configs, world_size, folder, device="cpu", timeout=600.0, pg_tim
     out.mkdir(parents=True, exist_ok=True)
     spec = {"_pg_timeout": pg_timeout, **{name: [*argv, "--device", str(device)] for name, argv in configs.items()}}
     (out / "spec.json").write_text(json.dumps(spec))
-    result = runner.run_distributed(module="trainlab.distributed.suite", nproc=world_size, timeout=timeout, stream=stream,
-                                    args=[lab_script(folder), out / "spec.json", out],
-                                    retry_crash=lambda: _clear_outputs(configs, out))
+    result = runner.run_distributed(
+        module="trainlab.distributed.suite",
+        nproc=world_size,
+        timeout=timeout,
+        stream=stream,
+        args=[lab_script(folder), out / "spec.json", out],
+        retry_crash=lambda: _clear_outputs(configs, out),
+    )
     if not result.ok:
         raise RuntimeError(f"the {world_size}-rank run failed: {result.error}\n{result.output[-2000:]}")
-    return {name: {"report": json.loads((out / f"{name}.json").read_text()), "state": out / f"{name}.pt"}
-            for name in configs}
+    return {
+        name: {"report": json.loads((out / f"{name}.json").read_text()), "state": out / f"{name}.pt"}
+        for name in configs
+    }
 
 
 def _clear_outputs(configs, out):
@@ -49,8 +56,11 @@ def _clear_outputs(configs, out):
     that a resumed configuration finds only what this launch writes. A checkpoint folder goes when
     some configuration writes it (trains from scratch into it, or saves with --ckpt-every); one
     that is only read (--resume, no --ckpt-every: an earlier launch's checkpoint) stays."""
-    written = {argv[argv.index("--ckpt-dir") + 1] for argv in configs.values()
-               if "--ckpt-dir" in argv and ("--resume" not in argv or "--ckpt-every" in argv)}
+    written = {
+        argv[argv.index("--ckpt-dir") + 1]
+        for argv in configs.values()
+        if "--ckpt-dir" in argv and ("--resume" not in argv or "--ckpt-every" in argv)
+    }
     for folder in written:
         shutil.rmtree(folder, ignore_errors=True)
     for name in configs:
@@ -63,8 +73,12 @@ def run_single(argv, folder, device="cpu", name="single", timeout=300.0):
     """The lab on one process (no torchrun): the reference every world size must match."""
     folder = Path(folder)
     report, state = folder / f"{name}.json", folder / f"{name}.pt"
-    result = runner.run_python(lab_script(folder), args=["--mode", "single", *argv, "--device", device, "--report",
-                                                         report, "--final", state], timeout=timeout, stream=False)
+    result = runner.run_python(
+        lab_script(folder),
+        args=["--mode", "single", *argv, "--device", device, "--report", report, "--final", state],
+        timeout=timeout,
+        stream=False,
+    )
     if not result.ok:
         raise RuntimeError(f"the single-process run failed: {result.error}\n{result.output[-2000:]}")
     return {"report": json.loads(report.read_text()), "state": state}
@@ -100,16 +114,29 @@ def claim_configs(world_size, steps, ckpt):
     run = ["--steps", str(steps)]
     spec = {"ddp": ["--mode", "ddp", *run], "fsdp2": ["--mode", "fsdp2", *run]}
     if world_size > 1:
-        spec |= {"fsdp2_root": ["--mode", "fsdp2", "--wrap", "root", *run],
-                 "fsdp2_noreshard": ["--mode", "fsdp2", "--no-reshard", *run],
-                 "fsdp2_accum": ["--mode", "fsdp2", "--accum", "4", *run],
-                 "fsdp2_accum_sync": ["--mode", "fsdp2", "--accum", "4", "--sync-every-micro-step", *run]}
+        spec |= {
+            "fsdp2_root": ["--mode", "fsdp2", "--wrap", "root", *run],
+            "fsdp2_noreshard": ["--mode", "fsdp2", "--no-reshard", *run],
+            "fsdp2_accum": ["--mode", "fsdp2", "--accum", "4", *run],
+            "fsdp2_accum_sync": ["--mode", "fsdp2", "--accum", "4", "--sync-every-micro-step", *run],
+        }
     if world_size == 2:
-        spec |= {"fsdp1": ["--mode", "fsdp1", *run],
-                 "ckpt_straight": ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/a"],
-                 "ckpt_first_half": ["--mode", "fsdp2", "--steps", "4", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/b"],
-                 "ckpt_resumed": ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/b",
-                                  "--resume"]}
+        spec |= {
+            "fsdp1": ["--mode", "fsdp1", *run],
+            "ckpt_straight": ["--mode", "fsdp2", "--steps", "8", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/a"],
+            "ckpt_first_half": ["--mode", "fsdp2", "--steps", "4", "--ckpt-every", "4", "--ckpt-dir", f"{ckpt}/b"],
+            "ckpt_resumed": [
+                "--mode",
+                "fsdp2",
+                "--steps",
+                "8",
+                "--ckpt-every",
+                "4",
+                "--ckpt-dir",
+                f"{ckpt}/b",
+                "--resume",
+            ],
+        }
     else:  # the 2-rank checkpoint, loaded on 1 or 4 ranks (no further steps)
         spec |= {"ckpt_loaded": ["--mode", "fsdp2", "--steps", "8", "--ckpt-dir", f"{ckpt}/a", "--resume"]}
     return spec

@@ -30,13 +30,22 @@ def wrap(model, ctx, options):
     if mode == "single":
         return model
     if mode == "ddp":
-        return apply_ddp(model, ctx, bucket_cap_mb=options.get("bucket_cap_mb", 25.0),
-                         gradient_as_bucket_view=options.get("gradient_as_bucket_view", False))
+        return apply_ddp(
+            model,
+            ctx,
+            bucket_cap_mb=options.get("bucket_cap_mb", 25.0),
+            gradient_as_bucket_view=options.get("gradient_as_bucket_view", False),
+        )
     mesh = hsdp_mesh(ctx, options.get("replicas", 2)) if mode == "hsdp" else ctx.mesh
     if mode not in ("fsdp2", "hsdp"):
         raise ValueError(f"mode={mode!r}; use 'single', 'ddp', 'fsdp2' or 'hsdp'")
-    return apply_fsdp(model, mesh, reshard_after_forward=options.get("reshard_after_forward", True),
-                      prefetch=options.get("prefetch", False), async_unshard=options.get("async_unshard", False))
+    return apply_fsdp(
+        model,
+        mesh,
+        reshard_after_forward=options.get("reshard_after_forward", True),
+        prefetch=options.get("prefetch", False),
+        async_unshard=options.get("async_unshard", False),
+    )
 
 
 def steptime(ctx, options, out):
@@ -80,12 +89,20 @@ def steptime(ctx, options, out):
             step()
             prof.step()
     split = timeline.split(trace)
-    ranks = launches.gather(ctx, {"wall_s": wall, "split": split, "trace": str(trace),
-                                     "state": accounting.state_bytes(net, optimizer)})
+    ranks = launches.gather(
+        ctx, {"wall_s": wall, "split": split, "trace": str(trace), "state": accounting.state_bytes(net, optimizer)}
+    )
     step_s = max(r["wall_s"] for r in ranks) / steps  # the slowest rank sets the pace
-    return {"options": options, "world_size": ctx.world_size, "device": str(ctx.device), "step_s": step_s,
-            "images_per_s": batch / step_s, "comm": comm, "ranks": ranks,
-            "params": sum(p.numel() for p in net.parameters())}  # a DTensor's numel is the full tensor's
+    return {
+        "options": options,
+        "world_size": ctx.world_size,
+        "device": str(ctx.device),
+        "step_s": step_s,
+        "images_per_s": batch / step_s,
+        "comm": comm,
+        "ranks": ranks,
+        "params": sum(p.numel() for p in net.parameters()),
+    }  # a DTensor's numel is the full tensor's
 
 
 def barrier(ctx):
@@ -96,17 +113,24 @@ def barrier(ctx):
 def mean_split(result):
     """The profiled split averaged over ranks, in seconds per step."""
     splits = [r["split"] for r in result["ranks"]]
-    return {k: sum(s[k] for s in splits) / len(splits) for k in ("compute", "communication", "data", "sync", "idle",
-                                                                  "comm_s", "overlapped_s", "wall_s")}
+    return {
+        k: sum(s[k] for s in splits) / len(splits)
+        for k in ("compute", "communication", "data", "sync", "idle", "comm_s", "overlapped_s", "wall_s")
+    }
 
 
 def overlap_row(label, result):
     """One row of the overlap sweep: timed step, exposed communication and the overlap share."""
     split = mean_split(result)
-    return {"label": label, "step_ms": 1e3 * result["step_s"], "exposed_ms": 1e3 * split["communication"],
-            "comm_ms": 1e3 * split["comm_s"], "overlap": split["overlapped_s"] / split["comm_s"] if split["comm_s"] else float("nan"),
-            "calls": sum(v["calls"] for k, v in result["comm"].items() if k != "send_bytes"),
-            "sent_mib": result["comm"]["send_bytes"] / 2**20}
+    return {
+        "label": label,
+        "step_ms": 1e3 * result["step_s"],
+        "exposed_ms": 1e3 * split["communication"],
+        "comm_ms": 1e3 * split["comm_s"],
+        "overlap": split["overlapped_s"] / split["comm_s"] if split["comm_s"] else float("nan"),
+        "calls": sum(v["calls"] for k, v in result["comm"].items() if k != "send_bytes"),
+        "sent_mib": result["comm"]["send_bytes"] / 2**20,
+    }
 
 
 def percent(share):
@@ -120,12 +144,26 @@ def scaling_rows(single, runs, links, not_measured=None):
     column says why not; it is always projected over each link from one process's step time and
     the run's measured calls and bytes (no overlap assumed)."""
     t1 = single["step_s"]
-    rows = [{"run": "one process", "ranks": 1, "step ms": f"{1e3 * t1:.1f}", "images/s": f"{single['images_per_s']:.0f}",
-             "MiB sent per rank": "0", "efficiency, measured": "", **{f"projected, {name}": "" for name in links}}]
+    rows = [
+        {
+            "run": "one process",
+            "ranks": 1,
+            "step ms": f"{1e3 * t1:.1f}",
+            "images/s": f"{single['images_per_s']:.0f}",
+            "MiB sent per rank": "0",
+            "efficiency, measured": "",
+            **{f"projected, {name}": "" for name in links},
+        }
+    ]
     for label, res in runs.items():
         n = res["world_size"]
-        row = {"run": label, "ranks": n, "step ms": f"{1e3 * res['step_s']:.1f}", "images/s": f"{res['images_per_s']:.0f}",
-               "MiB sent per rank": f"{res['comm']['send_bytes'] / 2**20:.2f}"}
+        row = {
+            "run": label,
+            "ranks": n,
+            "step ms": f"{1e3 * res['step_s']:.1f}",
+            "images/s": f"{res['images_per_s']:.0f}",
+            "MiB sent per rank": f"{res['comm']['send_bytes'] / 2**20:.2f}",
+        }
         row["efficiency, measured"] = not_measured or f"{t1 / (n * res['step_s']):.0%}"
         for name, link in links.items():
             row[f"projected, {name}"] = f"{scaling.project(t1, res['comm'], n, link)['efficiency']:.0%}"

@@ -27,8 +27,23 @@ def reference(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps,
     from torch.optim.adamw import adamw
 
     steps = [torch.tensor(float(step - 1)) for _ in params]  # adamw() increments them first
-    adamw(params, grads, exp_avgs, exp_avg_sqs, [], steps, foreach=False, capturable=False, amsgrad=False,
-          beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=False)
+    adamw(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        [],
+        steps,
+        foreach=False,
+        capturable=False,
+        amsgrad=False,
+        beta1=beta1,
+        beta2=beta2,
+        lr=lr,
+        weight_decay=weight_decay,
+        eps=eps,
+        maximize=False,
+    )
 
 
 def bytes_moved(params):
@@ -36,12 +51,23 @@ def bytes_moved(params):
 
 
 @jit
-def _adamw_kernel(p_table, g_table, m_table, v_table,  # int64 addresses of each tensor's parameter, gradient, moments
-                  n_table,  # each tensor's number of elements
-                  chunk_tensor, chunk_start,  # per program: which tensor, and its first element
-                  lr, beta1, beta2, eps, weight_decay,  # the hyper-parameters, as torch.optim.AdamW
-                  bias_correction1, bias_correction2_sqrt,  # 1 - beta1^step, sqrt(1 - beta2^step)
-                  BLOCK: constexpr):  # elements per program (CHUNK)
+def _adamw_kernel(
+    p_table,
+    g_table,
+    m_table,
+    v_table,  # int64 addresses of each tensor's parameter, gradient, moments
+    n_table,  # each tensor's number of elements
+    chunk_tensor,
+    chunk_start,  # per program: which tensor, and its first element
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,  # the hyper-parameters, as torch.optim.AdamW
+    bias_correction1,
+    bias_correction2_sqrt,  # 1 - beta1^step, sqrt(1 - beta2^step)
+    BLOCK: constexpr,
+):  # elements per program (CHUNK)
     chunk = tl.program_id(0)
     i = tl.load(chunk_tensor + chunk)  # which tensor this program updates ...
     offs = tl.load(chunk_start + chunk) + tl.arange(0, BLOCK)  # ... and which of its elements
@@ -67,8 +93,10 @@ def _check(tensor_lists):
     for tensors in tensor_lists:
         for t in tensors:
             if t.dtype != torch.float32 or not t.is_contiguous():
-                raise TypeError(f"fused AdamW updates contiguous float32 tensors; got {t.dtype} "
-                                f"{'contiguous' if t.is_contiguous() else 'non-contiguous'} {tuple(t.shape)}")
+                raise TypeError(
+                    f"fused AdamW updates contiguous float32 tensors; got {t.dtype} "
+                    f"{'contiguous' if t.is_contiguous() else 'non-contiguous'} {tuple(t.shape)}"
+                )
 
 
 def _table(tensors, device):
@@ -87,7 +115,7 @@ def _chunks(sizes, device):
 
 
 def _bias_corrections(step, beta1, beta2):
-    return 1 - beta1 ** step, math.sqrt(1 - beta2 ** step)
+    return 1 - beta1**step, math.sqrt(1 - beta2**step)
 
 
 def triton_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay):
@@ -100,10 +128,9 @@ def triton_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, ep
     sizes, chunk_tensor, chunk_start = _chunks(tuple(p.numel() for p in params), device)
     tables = [_table(ts, device) for ts in (params, grads, exp_avgs, exp_avg_sqs)]
     bc1, bc2_sqrt = _bias_corrections(step, beta1, beta2)
-    _adamw_kernel[(len(chunk_tensor),)](*tables, sizes, chunk_tensor, chunk_start, lr, beta1, beta2, eps,
-                                        weight_decay, bc1, bc2_sqrt, BLOCK=CHUNK)
-
-
+    _adamw_kernel[(len(chunk_tensor),)](
+        *tables, sizes, chunk_tensor, chunk_start, lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt, BLOCK=CHUNK
+    )
 
 
 def cpp_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay):
@@ -137,7 +164,15 @@ class FusedAdamW(torch.optim.Optimizer):
             if not params:
                 continue
             step = self.state[params[0]]["step"]  # parameters of a group step together
-            STEPS[self.impl](params, [p.grad for p in params], [self.state[p]["exp_avg"] for p in params],
-                             [self.state[p]["exp_avg_sq"] for p in params], step, group["lr"], *group["betas"],
-                             group["eps"], group["weight_decay"])
+            STEPS[self.impl](
+                params,
+                [p.grad for p in params],
+                [self.state[p]["exp_avg"] for p in params],
+                [self.state[p]["exp_avg_sq"] for p in params],
+                step,
+                group["lr"],
+                *group["betas"],
+                group["eps"],
+                group["weight_decay"],
+            )
         return loss

@@ -38,7 +38,9 @@ IMPLS = {"naive": naive, "sdpa": fused}
 
 def inputs(batch, seq, device="cpu", dtype=torch.float32, heads=HEADS, head_dim=HEAD_DIM, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    return [torch.randn(batch, heads, seq, head_dim, generator=gen).to(device, dtype).requires_grad_() for _ in range(3)]
+    return [
+        torch.randn(batch, heads, seq, head_dim, generator=gen).to(device, dtype).requires_grad_() for _ in range(3)
+    ]
 
 
 def forward_backward(fn, q, k, v):
@@ -64,17 +66,32 @@ def compare(seqs=(64, 256, 1024, 2048), batch=4, device="cpu", dtype=torch.float
         reference = naive(q, k, v).detach()
         for name, fn in IMPLS.items():
             peak = peak_bytes(fn, q, k, v)
-            took = timing.measure(lambda: forward_backward(fn, q, k, v), device=device, warmup=1, repeats=repeats,
-                                  flush=False)
+            took = timing.measure(
+                lambda: forward_backward(fn, q, k, v), device=device, warmup=1, repeats=repeats, flush=False
+            )
             with torch.no_grad():
                 error = float((fn(q, k, v) - reference).abs().max())
-            rows.append({"seq": seq, "impl": name, "peak_bytes": peak, "ms": 1e3 * took.median,
-                         "scores_bytes": batch * HEADS * seq * seq * q.element_size(), "max_abs_error": error})
+            rows.append(
+                {
+                    "seq": seq,
+                    "impl": name,
+                    "peak_bytes": peak,
+                    "ms": 1e3 * took.median,
+                    "scores_bytes": batch * HEADS * seq * seq * q.element_size(),
+                    "max_abs_error": error,
+                }
+            )
     return rows
 
 
 def ratios(rows):
     """Per sequence length: naive over fused, for peak bytes and for time."""
     by = {(r["seq"], r["impl"]): r for r in rows}
-    return [{"seq": seq, "memory": by[seq, "naive"]["peak_bytes"] / by[seq, "sdpa"]["peak_bytes"],
-             "time": by[seq, "naive"]["ms"] / by[seq, "sdpa"]["ms"]} for seq in sorted({r["seq"] for r in rows})]
+    return [
+        {
+            "seq": seq,
+            "memory": by[seq, "naive"]["peak_bytes"] / by[seq, "sdpa"]["peak_bytes"],
+            "time": by[seq, "naive"]["ms"] / by[seq, "sdpa"]["ms"],
+        }
+        for seq in sorted({r["seq"] for r in rows})
+    ]

@@ -31,8 +31,9 @@ def _launch(kernel, x, bias, scale, shift, **config):
     def grid(meta):
         return (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(C, meta["BLOCK_C"]))
 
-    kernel[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1), COMPUTE=triton_env.compute_type(x.dtype),
-                 **config)
+    kernel[grid](
+        x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1), COMPUTE=triton_env.compute_type(x.dtype), **config
+    )
     return y
 
 
@@ -51,8 +52,15 @@ def run(device="cpu", shape=(4096, 768), dtype=torch.float32, seed=0):
     for config in CONFIGS:
         got = _launch(chain._forward_kernel, x, bias, scale, shift, **config.kwargs, num_warps=config.num_warps)
         error = float((got.float() - want).abs().max())
-        rows.append({"BLOCK_M": config.kwargs["BLOCK_M"], "BLOCK_C": config.kwargs["BLOCK_C"],
-                     "num_warps": config.num_warps, "max_abs_error": error, "valid": error <= tolerance})
+        rows.append(
+            {
+                "BLOCK_M": config.kwargs["BLOCK_M"],
+                "BLOCK_C": config.kwargs["BLOCK_C"],
+                "num_warps": config.num_warps,
+                "max_abs_error": error,
+                "valid": error <= tolerance,
+            }
+        )
     best = None
     if device.type == "cuda" and not triton_env.INTERPRET:
         getattr(tuned_forward, "cache", {}).clear()  # re-time: configs_timings holds only the last tuning's
@@ -64,6 +72,12 @@ def run(device="cpu", shape=(4096, 768), dtype=torch.float32, seed=0):
         for row, config in zip(rows, CONFIGS):
             measured = timings.get(config)
             row["ms"] = float(measured[0] if isinstance(measured, (list, tuple)) else measured) if measured else None
-    return {"device": str(device), "shape": list(shape), "dtype": str(dtype).replace("torch.", ""),
-            "hand_picked": dict(zip(("BLOCK_M", "BLOCK_C"), chain._blocks(shape[1]))), "best": best, "rows": rows,
-            "timed": best is not None}
+    return {
+        "device": str(device),
+        "shape": list(shape),
+        "dtype": str(dtype).replace("torch.", ""),
+        "hand_picked": dict(zip(("BLOCK_M", "BLOCK_C"), chain._blocks(shape[1]))),
+        "best": best,
+        "rows": rows,
+        "timed": best is not None,
+    }

@@ -31,11 +31,20 @@ def bytes_moved(x, backward=False):
 
 
 @jit
-def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr,  # x (M, C), any strides; bias, scale, shift (C,)
-                    y_ptr,  # output (M, C), contiguous
-                    M, C, stride_xm, stride_xc,  # sizes, and x's strides in elements
-                    BLOCK_M: constexpr, BLOCK_C: constexpr,  # the tile one program computes
-                    COMPUTE: constexpr):  # float32 (float64 for gradcheck)
+def _forward_kernel(
+    x_ptr,
+    b_ptr,
+    s_ptr,
+    t_ptr,  # x (M, C), any strides; bias, scale, shift (C,)
+    y_ptr,  # output (M, C), contiguous
+    M,
+    C,
+    stride_xm,
+    stride_xc,  # sizes, and x's strides in elements
+    BLOCK_M: constexpr,
+    BLOCK_C: constexpr,  # the tile one program computes
+    COMPUTE: constexpr,
+):  # float32 (float64 for gradcheck)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
@@ -50,11 +59,22 @@ def _forward_kernel(x_ptr, b_ptr, s_ptr, t_ptr,  # x (M, C), any strides; bias, 
 
 
 @jit
-def _backward_kernel(g_ptr,  # incoming gradient (M, C), contiguous
-                     x_ptr, b_ptr, s_ptr, t_ptr,  # the forward's inputs: u is recomputed, not saved
-                     dx_ptr,  # output (M, C), contiguous
-                     partial_ptr,  # (row blocks, 3, C): this block's sums for d bias, d scale, d shift
-                     M, C, stride_xm, stride_xc, BLOCK_M: constexpr, BLOCK_C: constexpr, COMPUTE: constexpr):
+def _backward_kernel(
+    g_ptr,  # incoming gradient (M, C), contiguous
+    x_ptr,
+    b_ptr,
+    s_ptr,
+    t_ptr,  # the forward's inputs: u is recomputed, not saved
+    dx_ptr,  # output (M, C), contiguous
+    partial_ptr,  # (row blocks, 3, C): this block's sums for d bias, d scale, d shift
+    M,
+    C,
+    stride_xm,
+    stride_xc,
+    BLOCK_M: constexpr,
+    BLOCK_C: constexpr,
+    COMPUTE: constexpr,
+):
     pid_m = tl.program_id(0)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -90,8 +110,20 @@ def triton_forward(x, bias, scale, shift, wrap=lambda kernel: kernel):
     y = torch.empty((M, C), dtype=x.dtype, device=x.device)
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
-    wrap(_forward_kernel)[grid](x, bias, scale, shift, y, M, C, x.stride(0), x.stride(1),
-                          BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
+    wrap(_forward_kernel)[grid](
+        x,
+        bias,
+        scale,
+        shift,
+        y,
+        M,
+        C,
+        x.stride(0),
+        x.stride(1),
+        BLOCK_M=block_m,
+        BLOCK_C=block_c,
+        COMPUTE=compute_type(x.dtype),
+    )
     return y
 
 
@@ -103,12 +135,24 @@ def triton_backward(grad, x, bias, scale, shift, wrap=lambda kernel: kernel):
     block_m, block_c = _blocks(C)
     grid = (triton.cdiv(M, block_m), triton.cdiv(C, block_c))
     partial = torch.empty((grid[0], 3, C), dtype=accumulate_dtype(x.dtype), device=x.device)
-    wrap(_backward_kernel)[grid](grad, x, bias, scale, shift, dx, partial, M, C, x.stride(0), x.stride(1),
-                           BLOCK_M=block_m, BLOCK_C=block_c, COMPUTE=compute_type(x.dtype))
+    wrap(_backward_kernel)[grid](
+        grad,
+        x,
+        bias,
+        scale,
+        shift,
+        dx,
+        partial,
+        M,
+        C,
+        x.stride(0),
+        x.stride(1),
+        BLOCK_M=block_m,
+        BLOCK_C=block_c,
+        COMPUTE=compute_type(x.dtype),
+    )
     dbias, dscale, dshift = partial.sum(0).to(bias.dtype)
     return dx, dbias, dscale, dshift
-
-
 
 
 def cpp_forward(x, bias, scale, shift):

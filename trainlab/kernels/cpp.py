@@ -35,7 +35,11 @@ CFLAGS = _flags()
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 # Each kernel's C++ file and the functions it exports to Python.
-FUNCTIONS = {'chain': ['chain_forward', 'chain_backward'], 'cross_entropy': ['cross_entropy_forward', 'cross_entropy_backward'], 'adamw': ['adamw_step']}
+FUNCTIONS = {
+    "chain": ["chain_forward", "chain_backward"],
+    "cross_entropy": ["cross_entropy_forward", "cross_entropy_backward"],
+    "adamw": ["adamw_step"],
+}
 
 
 def _sources():
@@ -46,8 +50,10 @@ def _sources():
 def require_float32_or_64(*tensors):
     for t in tensors:
         if t.dtype not in (torch.float32, torch.float64) or t.device.type != "cpu":
-            raise TypeError(f"the C++ kernels take float32 or float64 CPU tensors, got {t.dtype} on {t.device}: "
-                            "cast, or use impl='triton' (float16/bfloat16, CUDA)")
+            raise TypeError(
+                f"the C++ kernels take float32 or float64 CPU tensors, got {t.dtype} on {t.device}: "
+                "cast, or use impl='triton' (float16/bfloat16, CUDA)"
+            )
 
 
 @functools.cache
@@ -59,8 +65,15 @@ def extension(verbose=False):
     digest = hashlib.sha256((source + " ".join(CFLAGS) + torch.__version__).encode()).hexdigest()[:10]
     name = f"trainlab_kernels_{digest}"  # also the operators' namespace (TORCH_EXTENSION_NAME in csrc)
     try:
-        load_inline(name, cpp_sources=source, is_python_module=False, no_implicit_headers=True,
-                    extra_cflags=CFLAGS, extra_ldflags=[f for f in CFLAGS if f == "-fopenmp"], verbose=verbose)
+        load_inline(
+            name,
+            cpp_sources=source,
+            is_python_module=False,
+            no_implicit_headers=True,
+            extra_cflags=CFLAGS,
+            extra_ldflags=[f for f in CFLAGS if f == "-fopenmp"],
+            verbose=verbose,
+        )
     except OSError as exc:  # no compiler on PATH
         raise RuntimeError(f"building the C++ kernels needs a C++ compiler (g++ or clang++): {exc}") from exc
     except RuntimeError as exc:

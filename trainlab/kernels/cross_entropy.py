@@ -25,13 +25,18 @@ def bytes_moved(logits, backward=False):
 
 
 @jit
-def _forward_kernel(x_ptr,  # logits (rows, C), any strides
-                    y_ptr,  # targets (rows,), int64
-                    loss_ptr, lse_ptr,  # outputs (rows,): the loss and the log-sum-exp backward reuses
-                    C, stride_m, stride_c,
-                    BLOCK: constexpr,  # columns per step of the walk along a row
-                    BLOCKS: constexpr,  # steps: cdiv(C, BLOCK), a constexpr (trainlab.compat: Triton 3.6's interpreter)
-                    COMPUTE: constexpr):  # float32 (float64 for gradcheck)
+def _forward_kernel(
+    x_ptr,  # logits (rows, C), any strides
+    y_ptr,  # targets (rows,), int64
+    loss_ptr,
+    lse_ptr,  # outputs (rows,): the loss and the log-sum-exp backward reuses
+    C,
+    stride_m,
+    stride_c,
+    BLOCK: constexpr,  # columns per step of the walk along a row
+    BLOCKS: constexpr,  # steps: cdiv(C, BLOCK), a constexpr (trainlab.compat: Triton 3.6's interpreter)
+    COMPUTE: constexpr,
+):  # float32 (float64 for gradcheck)
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     running_max = tl.full([], float("-inf"), COMPUTE)
@@ -51,10 +56,19 @@ def _forward_kernel(x_ptr,  # logits (rows, C), any strides
 
 
 @jit
-def _backward_kernel(x_ptr, y_ptr, lse_ptr,  # logits, targets and the forward's log-sum-exp
-                     g_ptr,  # incoming gradient per row (rows,)
-                     dx_ptr,  # output (rows, C), contiguous: (softmax - one_hot) * g
-                     C, stride_m, stride_c, BLOCK: constexpr, BLOCKS: constexpr, COMPUTE: constexpr):
+def _backward_kernel(
+    x_ptr,
+    y_ptr,
+    lse_ptr,  # logits, targets and the forward's log-sum-exp
+    g_ptr,  # incoming gradient per row (rows,)
+    dx_ptr,  # output (rows, C), contiguous: (softmax - one_hot) * g
+    C,
+    stride_m,
+    stride_c,
+    BLOCK: constexpr,
+    BLOCKS: constexpr,
+    COMPUTE: constexpr,
+):
     row = tl.program_id(0)
     base = x_ptr + row.to(tl.int64) * stride_m
     out = dx_ptr + row.to(tl.int64) * C
@@ -75,8 +89,9 @@ def _block(C):
 
 def _check_targets(target, C):
     if target.device.type == "cpu" and target.numel() and (target.min() < 0 or target.max() >= C):
-        raise ValueError(f"cross-entropy targets must lie in [0, {C}); got values from {int(target.min())} "
-                         f"to {int(target.max())}")
+        raise ValueError(
+            f"cross-entropy targets must lie in [0, {C}); got values from {int(target.min())} to {int(target.max())}"
+        )
 
 
 def triton_forward(logits, target):
@@ -86,19 +101,38 @@ def triton_forward(logits, target):
     _check_targets(target, C)
     acc = accumulate_dtype(logits.dtype)
     loss, lse = torch.empty(M, dtype=acc, device=logits.device), torch.empty(M, dtype=acc, device=logits.device)
-    _forward_kernel[(M,)](logits, target, loss, lse, C, logits.stride(0), logits.stride(1),
-                          BLOCK=_block(C), BLOCKS=triton.cdiv(C, _block(C)), COMPUTE=compute_type(logits.dtype))
+    _forward_kernel[(M,)](
+        logits,
+        target,
+        loss,
+        lse,
+        C,
+        logits.stride(0),
+        logits.stride(1),
+        BLOCK=_block(C),
+        BLOCKS=triton.cdiv(C, _block(C)),
+        COMPUTE=compute_type(logits.dtype),
+    )
     return loss, lse
 
 
 def triton_backward(grad, logits, target, lse):
     M, C = logits.shape
     dx = torch.empty((M, C), dtype=logits.dtype, device=logits.device)
-    _backward_kernel[(M,)](logits, target, lse, grad.contiguous(), dx, C, logits.stride(0), logits.stride(1),
-                           BLOCK=_block(C), BLOCKS=triton.cdiv(C, _block(C)), COMPUTE=compute_type(logits.dtype))
+    _backward_kernel[(M,)](
+        logits,
+        target,
+        lse,
+        grad.contiguous(),
+        dx,
+        C,
+        logits.stride(0),
+        logits.stride(1),
+        BLOCK=_block(C),
+        BLOCKS=triton.cdiv(C, _block(C)),
+        COMPUTE=compute_type(logits.dtype),
+    )
     return dx
-
-
 
 
 def cpp_forward(logits, target):

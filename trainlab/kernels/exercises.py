@@ -27,13 +27,17 @@ class KernelLabExercise(HarnessExercise):
         result, measured = self.measure(source)
         if same_text(source, self.shipped()):
             # still judged, so the learner reads what the harness finds before changing anything
-            raise NotAttempted("the cell still holds the shipped code; below is what the check finds in it. Fix it "
-                               "and run the cell", _findings(measured, result))
+            raise NotAttempted(
+                "the cell still holds the shipped code; below is what the check finds in it. Fix it and run the cell",
+                _findings(measured, result),
+            )
         if result.timed_out:
             raise TimedOut(f"the check did not finish in {self.timeout:.0f} s: an endless loop in the kernel?")
         if measured is None or "error" in measured:
-            raise LearnerError(measured["error"] if measured else result.error,
-                               measured["traceback"] if measured else result.output[-2000:])
+            raise LearnerError(
+                measured["error"] if measured else result.error,
+                measured["traceback"] if measured else result.output[-2000:],
+            )
         if not measured["passed"]:
             raise Incorrect(measured["summary"], _findings(measured, result))
         return measured["summary"]
@@ -55,57 +59,94 @@ EXERCISES = [
     KernelLabExercise(
         "kernels/softmax_mask",
         hints=(
-            "Run the harness's table: which shapes fail? Compare their row length with the block "
-            "size.",
+            "Run the harness's table: which shapes fail? Compare their row length with the block size.",
             "Only rows shorter than the power-of-two block fail: a kernel problem with the lanes "
             "past the end of the row.",
             "Look at the tl.load of the row: what value do the masked lanes get?",
-            "Load masked lanes as -inf: they cannot raise the maximum, and exp(-inf) adds 0 to "
-            "the sum.",
+            "Load masked lanes as -inf: they cannot raise the maximum, and exp(-inf) adds 0 to the sum.",
         ),
         corpus=(
             WrongFix("fill masked lanes with 1.0", shipped(("other=0.0)", "other=1.0)")), reason="checks fail"),
-            WrongFix("mask only the sum", shipped(("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")),
-                     kind="partial", reason="values near -200"),
-            WrongFix("fill masked lanes with -1", shipped(("other=0.0)", "other=-1.0)")), kind="partial",
-                     reason="checks fail"),
+            WrongFix(
+                "mask only the sum",
+                shipped(("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")),
+                kind="partial",
+                reason="values near -200",
+            ),
+            WrongFix(
+                "fill masked lanes with -1",
+                shipped(("other=0.0)", "other=-1.0)")),
+                kind="partial",
+                reason="checks fail",
+            ),
             WrongFix("a kernel that raises", shipped(("e = tl.exp(x)", "e = tl.exp(x, y)")), verdict="error"),
-            CorrectAlternative("masked lanes set to -inf after the load", shipped(
-                ("    x = x - tl.max(x, axis=0)\n", '    x = tl.where(mask, x, float("-inf"))\n    x = x - tl.max(x, axis=0)\n'))),
+            CorrectAlternative(
+                "masked lanes set to -inf after the load",
+                shipped(
+                    (
+                        "    x = x - tl.max(x, axis=0)\n",
+                        '    x = tl.where(mask, x, float("-inf"))\n    x = x - tl.max(x, axis=0)\n',
+                    )
+                ),
+            ),
             # finite fills look right on ordinary rows; rows of extreme values and fully masked (-inf) rows show them
-            WrongFix("fill masked lanes with -1e9", shipped(("other=0.0)", "other=-1e9)")), kind="partial",
-                     reason="checks fail"),
-            WrongFix("fill masked lanes with float32's lowest value", shipped(("other=0.0)", "other=-3.4028234663852886e38)")),
-                     kind="partial", reason="checks fail"),
-            WrongFix("fill with -1e4 and mask the sum", shipped(("other=0.0)", "other=-1e4)"),
-                     ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")), kind="partial", reason="checks fail"),
-            CorrectAlternative("-inf fill, exponentials of masked lanes zeroed too", shipped(
-                ("other=0.0)", 'other=float("-inf"))'), ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n"))),
-        )),
+            WrongFix(
+                "fill masked lanes with -1e9",
+                shipped(("other=0.0)", "other=-1e9)")),
+                kind="partial",
+                reason="checks fail",
+            ),
+            WrongFix(
+                "fill masked lanes with float32's lowest value",
+                shipped(("other=0.0)", "other=-3.4028234663852886e38)")),
+                kind="partial",
+                reason="checks fail",
+            ),
+            WrongFix(
+                "fill with -1e4 and mask the sum",
+                shipped(
+                    ("other=0.0)", "other=-1e4)"), ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n")
+                ),
+                kind="partial",
+                reason="checks fail",
+            ),
+            CorrectAlternative(
+                "-inf fill, exponentials of masked lanes zeroed too",
+                shipped(
+                    ("other=0.0)", 'other=float("-inf"))'),
+                    ("    e = tl.exp(x)\n", "    e = tl.where(mask, tl.exp(x), 0.0)\n"),
+                ),
+            ),
+        ),
+    ),
     KernelLabExercise(
         "kernels/rmsnorm_stride",
         hints=(
-            "Run the harness's table: only the layout cases fail (a slice of a wider tensor, a "
-            "transposed one).",
-            "Only non-contiguous inputs fail: a kernel problem with where each row starts in "
-            "memory.",
-            "Look at the pointer arithmetic of the load, and at what the wrapper passes the "
-            "kernel.",
-            "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is "
-            "new and contiguous.",
+            "Run the harness's table: only the layout cases fail (a slice of a wider tensor, a transposed one).",
+            "Only non-contiguous inputs fail: a kernel problem with where each row starts in memory.",
+            "Look at the pointer arithmetic of the load, and at what the wrapper passes the kernel.",
+            "Offset the load by row * stride_x (the wrapper passes x.stride(0)); the output is new and contiguous.",
         ),
         corpus=(
             # out-of-bounds accesses: the process dies (a GPU raises an illegal memory access)
-            WrongFix("the input's stride for the output too", fixed(
-                ("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")),
-                verdict=("error", "incorrect")),  # stores past the end: a crash, or rows left unwritten (NaN)
-            WrongFix("mask up to the row stride", fixed(("    mask = cols < C\n", "    mask = cols < stride_x\n")),
-                     verdict=("error", "incorrect")),  # out of bounds: a crash, or the poisoned gaps read
+            WrongFix(
+                "the input's stride for the output too",
+                fixed(("tl.store(y_ptr + row * C + cols,", "tl.store(y_ptr + row * stride_x + cols,")),
+                verdict=("error", "incorrect"),
+            ),  # stores past the end: a crash, or rows left unwritten (NaN)
+            WrongFix(
+                "mask up to the row stride",
+                fixed(("    mask = cols < C\n", "    mask = cols < stride_x\n")),
+                verdict=("error", "incorrect"),
+            ),  # out of bounds: a crash, or the poisoned gaps read
             WrongFix("the mean over the row stride", fixed(("/ C + eps)", "/ stride_x + eps)")), reason="checks fail"),
             WrongFix("a kernel that raises", fixed(("rms = tl.sqrt(", "rms = tl.sqrtt(")), verdict="error"),
-            CorrectAlternative("a contiguous copy in the wrapper", shipped(("    M, C = x.shape\n",
-                                                                           "    x = x.contiguous()\n    M, C = x.shape\n"))),
-        )),
+            CorrectAlternative(
+                "a contiguous copy in the wrapper",
+                shipped(("    M, C = x.shape\n", "    x = x.contiguous()\n    M, C = x.shape\n")),
+            ),
+        ),
+    ),
     KernelLabExercise(
         "kernels/fake_speedup",
         hints=(
@@ -118,22 +159,48 @@ EXERCISES = [
             "torch.utils.benchmark).",
         ),
         corpus=(
-            WrongFix("synchronise before starting the clock", shipped(
-                ("        t0 = time.perf_counter()\n", "        stream.synchronize()\n        t0 = time.perf_counter()\n")),
-                reason="the work took"),
-            WrongFix("ten times the repeats", shipped(("    for _ in range(repeats):\n", "    for _ in range(10 * repeats):\n")),
-                     kind="mask", reason="the work took"),
-            WrongFix("a warm-up launch", shipped(("    times = []\n", "    stream.launch(fn)\n    stream.synchronize()\n"
-                                                                    "    times = []\n")), kind="mask", reason="the work took"),
-            WrongFix("the fastest launch instead of the median", shipped(("return statistics.median(times)", "return min(times)")),
-                     kind="mask", reason="the work took"),
-            CorrectAlternative("all launches timed together, then one wait", shipped(
-                ("    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n"
-                 "        stream.launch(fn)\n        times.append(time.perf_counter() - t0)\n"
-                 "    stream.synchronize()  # wait before returning, so no work is left running\n"
-                 "    return statistics.median(times)\n",
-                 "    t0 = time.perf_counter()\n    for _ in range(repeats):\n        stream.launch(fn)\n"
-                 "    stream.synchronize()  # the work is done: now the clock counts all of it\n"
-                 "    return (time.perf_counter() - t0) / repeats\n"))),
-        )),
+            WrongFix(
+                "synchronise before starting the clock",
+                shipped(
+                    (
+                        "        t0 = time.perf_counter()\n",
+                        "        stream.synchronize()\n        t0 = time.perf_counter()\n",
+                    )
+                ),
+                reason="the work took",
+            ),
+            WrongFix(
+                "ten times the repeats",
+                shipped(("    for _ in range(repeats):\n", "    for _ in range(10 * repeats):\n")),
+                kind="mask",
+                reason="the work took",
+            ),
+            WrongFix(
+                "a warm-up launch",
+                shipped(("    times = []\n", "    stream.launch(fn)\n    stream.synchronize()\n    times = []\n")),
+                kind="mask",
+                reason="the work took",
+            ),
+            WrongFix(
+                "the fastest launch instead of the median",
+                shipped(("return statistics.median(times)", "return min(times)")),
+                kind="mask",
+                reason="the work took",
+            ),
+            CorrectAlternative(
+                "all launches timed together, then one wait",
+                shipped(
+                    (
+                        "    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n"
+                        "        stream.launch(fn)\n        times.append(time.perf_counter() - t0)\n"
+                        "    stream.synchronize()  # wait before returning, so no work is left running\n"
+                        "    return statistics.median(times)\n",
+                        "    t0 = time.perf_counter()\n    for _ in range(repeats):\n        stream.launch(fn)\n"
+                        "    stream.synchronize()  # the work is done: now the clock counts all of it\n"
+                        "    return (time.perf_counter() - t0) / repeats\n",
+                    )
+                ),
+            ),
+        ),
+    ),
 ]

@@ -17,8 +17,11 @@ import sys
 if __name__ == "__main__" and os.environ.get("TRITON_INTERPRET") != "0":
     # The kernels must be defined with the interpreter off, and importing this module's
     # package (trainlab.kernels) already turned it on: start again with it off.
-    os.execve(sys.executable, [sys.executable, "-m", "trainlab.kernels.gpu_compile", *sys.argv[1:]],
-              {**os.environ, "TRITON_INTERPRET": "0"})
+    os.execve(
+        sys.executable,
+        [sys.executable, "-m", "trainlab.kernels.gpu_compile", *sys.argv[1:]],
+        {**os.environ, "TRITON_INTERPRET": "0"},
+    )
 
 import argparse  # noqa: E402
 import runpy  # noqa: E402
@@ -43,7 +46,7 @@ class Recorder:
         from triton.runtime.jit import JITFunction
 
         self._original = JITFunction.__getitem__
-        JITFunction.__getitem__ = lambda kernel, grid: (lambda *args, **kw: self.launches.append((kernel, args, kw)))
+        JITFunction.__getitem__ = lambda kernel, grid: lambda *args, **kw: self.launches.append((kernel, args, kw))
         self._interpret, triton_env.INTERPRET = triton_env.INTERPRET, True  # let CPU tensors through the wrappers
         return self
 
@@ -69,8 +72,10 @@ def record_launches():
         grads, params, exp_avgs, exp_avg_sqs = specs.adamw_inputs((10, 33), torch.float32, generator)
         adamw.triton_step(params, grads, exp_avgs, exp_avg_sqs, 1, **specs.HYPER)
         with tempfile.TemporaryDirectory() as tmp:
-            for lab, entry, args in (("kernels/softmax_mask", "softmax", (torch.randn(4, 10),)),
-                                     ("kernels/rmsnorm_stride", "rmsnorm", (torch.randn(4, 10), torch.rand(10)))):
+            for lab, entry, args in (
+                ("kernels/softmax_mask", "softmax", (torch.randn(4, 10),)),
+                ("kernels/rmsnorm_stride", "rmsnorm", (torch.randn(4, 10), torch.rand(10))),
+            ):
                 path = labs.write(lab, os.path.join(tmp, "lab.py"), fixed=True)
                 runpy.run_path(str(path), run_name="trainlab_compile")[entry](*args)
     return recorder.launches
@@ -106,8 +111,10 @@ def main(argv=None):
             compile_launch(kernel, call_args, kwargs, target)
         except Exception as exc:  # report every kernel that fails, not just the first
             failures.append(f"{kernel.__name__} {key[1]} {dict(kwargs)}: {type(exc).__name__}: {exc}")
-    print(f"compiled {len(seen) - len(failures)} of {len(seen)} kernel variants for sm_{args.arch} "
-          f"in {time.perf_counter() - start:.1f} s")
+    print(
+        f"compiled {len(seen) - len(failures)} of {len(seen)} kernel variants for sm_{args.arch} "
+        f"in {time.perf_counter() - start:.1f} s"
+    )
     for failure in failures:
         print("FAILED", failure)
     return 1 if failures else 0

@@ -47,12 +47,14 @@ ROUNDS = 3  # the sizes interleaved, the fastest round kept: a busy machine slow
 def _far_below_zero(spec):
     """The same kernel on rows around -200: exp(x - 0) underflows there, so a fill value of 0
     that joins the row's maximum shows (as 0/0) even where it hides on rows around 0."""
+
     def inputs(shape, dtype, generator):
         args = spec.inputs(shape, dtype, generator)
         return [args[0] - 200, *args[1:]]
 
-    return validate.Spec(f"{spec.name}, rows around -200", inputs, spec.run, spec.reference, SHIFTED_SHAPES,
-                         noncontiguous=False)
+    return validate.Spec(
+        f"{spec.name}, rows around -200", inputs, spec.run, spec.reference, SHIFTED_SHAPES, noncontiguous=False
+    )
 
 
 EDGE_SHAPES = [(7, 10), (5, 3)]  # rows shorter than their power-of-two block: lanes past the end exist
@@ -61,18 +63,21 @@ EDGE_SHAPES = [(7, 10), (5, 3)]  # rows shorter than their power-of-two block: l
 def _extreme_magnitudes(spec):
     """Rows around -1e30: any finite fill value of masked lanes above them becomes the row's maximum,
     so every real lane's exp() underflows - a fill that only has to be 'very negative' shows here."""
+
     def inputs(shape, dtype, generator):
         args = spec.inputs(shape, dtype, generator)
         return [args[0] * 1e28 - 1e30, *args[1:]]
 
-    return validate.Spec(f"{spec.name}, rows around -1e30", inputs, spec.run, spec.reference, EDGE_SHAPES,
-                         noncontiguous=False)
+    return validate.Spec(
+        f"{spec.name}, rows around -1e30", inputs, spec.run, spec.reference, EDGE_SHAPES, noncontiguous=False
+    )
 
 
 def _masked_rows(spec):
     """Rows as attention masks leave them: the first fully -inf (torch.softmax gives NaN), the second
     -inf at every other position. A masked lane loaded as any finite value joins a fully masked row's
     maximum and turns its NaN into numbers."""
+
     def inputs(shape, dtype, generator):
         x, *rest = spec.inputs(shape, dtype, generator)
         x = x.clone()
@@ -81,14 +86,20 @@ def _masked_rows(spec):
             x[1, ::2] = float("-inf")
         return [x, *rest]
 
-    return validate.Spec(f"{spec.name}, masked rows", inputs, spec.run, spec.reference, EDGE_SHAPES,
-                         noncontiguous=False)
+    return validate.Spec(
+        f"{spec.name}, masked rows", inputs, spec.run, spec.reference, EDGE_SHAPES, noncontiguous=False
+    )
 
 
 # Each kernel lab's edge cases beyond the harness's own (shapes, layouts): what its bug class hides behind.
-EDGE_CASES = {"kernels/softmax_mask": (("values near -200", _far_below_zero), ("values near -1e30", _extreme_magnitudes),
-                                       ("fully masked rows", _masked_rows)),
-              "kernels/rmsnorm_stride": (("values near -200", _far_below_zero),)}
+EDGE_CASES = {
+    "kernels/softmax_mask": (
+        ("values near -200", _far_below_zero),
+        ("values near -1e30", _extreme_magnitudes),
+        ("fully masked rows", _masked_rows),
+    ),
+    "kernels/rmsnorm_stride": (("values near -200", _far_below_zero),),
+}
 
 
 def judge_kernel(lab, namespace):
@@ -103,8 +114,10 @@ def judge_kernel(lab, namespace):
         report.results += results
     raised = [r for r in report.results if r.traceback]
     if raised:  # the learner's kernel raised: an error, not a wrong answer
-        return {"error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",
-                "traceback": raised[0].traceback}
+        return {
+            "error": f"on {raised[0].case}: {raised[0].detail.removeprefix('raised ')}",
+            "traceback": raised[0].traceback,
+        }
     return {"passed": report.passed, "summary": report.summary(), "rows": report.rows()}
 
 
@@ -118,18 +131,26 @@ def judge_benchmark(namespace, repeats=9):
             work = lambda x=x: x.add_(1.0)  # noqa: E731  (in place: no allocation to time)
             reported[n].append(float(namespace["benchmark"](work, stream, repeats=repeats)))
             stream.synchronize()
-            waited[n].append(timing.measure(lambda: (stream.launch(work), stream.synchronize()), repeats=repeats,
-                                            flush=False).median)
+            waited[n].append(
+                timing.measure(lambda: (stream.launch(work), stream.synchronize()), repeats=repeats, flush=False).median
+            )
     reported, waited = {n: min(v) for n, v in reported.items()}, {n: min(v) for n, v in waited.items()}
     size_ratio, time_ratio = timing.scaling(reported)
     grows = timing.grows_with_size(reported)
     big = SIZES[-1]  # where the work dwarfs a launch's overhead, so any honest timing agrees
     agree = 0.5 <= reported[big] / waited[big] <= 2.0
-    return {"passed": grows and agree, "size_ratio": size_ratio, "time_ratio": time_ratio, "grows": grows,
-            "agrees": agree, "reported_ms": reported[big] * 1e3, "waited_ms": waited[big] * 1e3,
-            "summary": f"{size_ratio:.0f}x the work took {time_ratio:.1f}x the time; at the largest size your "
-                       f"benchmark reported {reported[big] * 1e3:.3f} ms, a timing that waits "
-                       f"{waited[big] * 1e3:.3f} ms"}
+    return {
+        "passed": grows and agree,
+        "size_ratio": size_ratio,
+        "time_ratio": time_ratio,
+        "grows": grows,
+        "agrees": agree,
+        "reported_ms": reported[big] * 1e3,
+        "waited_ms": waited[big] * 1e3,
+        "summary": f"{size_ratio:.0f}x the work took {time_ratio:.1f}x the time; at the largest size your "
+        f"benchmark reported {reported[big] * 1e3:.3f} ms, a timing that waits "
+        f"{waited[big] * 1e3:.3f} ms",
+    }
 
 
 def judge(lab, namespace):

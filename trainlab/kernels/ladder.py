@@ -45,6 +45,7 @@ def _fwd_bwd(fn):
     def run(state):
         args, grad = state["args"], state["grad"]
         return lambda: torch.autograd.backward(fn(*args), grad)
+
     return run
 
 
@@ -68,6 +69,7 @@ def _adamw_rung(make_optimizer):
         for p, g in zip(params, state["grads"]):
             p.grad = g.clone()
         return make_optimizer(params).step
+
     return make
 
 
@@ -85,27 +87,56 @@ def _compiled(fn):
 
 
 def _call(fn):
-    return lambda state: (lambda: fn(*state["args"]))
+    return lambda state: lambda: fn(*state["args"])
 
 
 OPS = [
-    Op("chain", _chain_state,
-       {"eager": _call(chain.reference), "torch.compile": _call(_compiled(chain.reference)),
-        "triton": _call(chain.triton_forward), "c++": _call(chain.cpp_forward)},
-       lambda s: chain.bytes_moved(s["x"])),
-    Op("chain fwd+bwd", _chain_train_state,
-       {"eager": _fwd_bwd(chain.reference), "torch.compile": _fwd_bwd(_compiled(chain.reference)),
-        "triton": _fwd_bwd(functools.partial(chain.fused_chain, impl="triton")),
-        "c++": _fwd_bwd(functools.partial(chain.fused_chain, impl="cpp"))},
-       lambda s: chain.bytes_moved(s["x"]) + chain.bytes_moved(s["x"], backward=True)),
-    Op("cross-entropy", _ce_state,
-       {"eager": _call(cross_entropy.reference), "torch.compile": _call(_compiled(cross_entropy.reference)),
-        "triton": _call(cross_entropy.triton_forward), "c++": _call(cross_entropy.cpp_forward)},
-       lambda s: cross_entropy.bytes_moved(s["args"][0])),
-    Op("adamw", _adamw_state,
-       {"per-tensor": _torch_adamw(foreach=False), "foreach": _torch_adamw(foreach=True),
-        "torch fused": _torch_adamw(fused=True), "triton": _our_adamw("triton"), "c++": _our_adamw("cpp")},
-       lambda s: adamw.bytes_moved(s["params"]), baseline="foreach"),
+    Op(
+        "chain",
+        _chain_state,
+        {
+            "eager": _call(chain.reference),
+            "torch.compile": _call(_compiled(chain.reference)),
+            "triton": _call(chain.triton_forward),
+            "c++": _call(chain.cpp_forward),
+        },
+        lambda s: chain.bytes_moved(s["x"]),
+    ),
+    Op(
+        "chain fwd+bwd",
+        _chain_train_state,
+        {
+            "eager": _fwd_bwd(chain.reference),
+            "torch.compile": _fwd_bwd(_compiled(chain.reference)),
+            "triton": _fwd_bwd(functools.partial(chain.fused_chain, impl="triton")),
+            "c++": _fwd_bwd(functools.partial(chain.fused_chain, impl="cpp")),
+        },
+        lambda s: chain.bytes_moved(s["x"]) + chain.bytes_moved(s["x"], backward=True),
+    ),
+    Op(
+        "cross-entropy",
+        _ce_state,
+        {
+            "eager": _call(cross_entropy.reference),
+            "torch.compile": _call(_compiled(cross_entropy.reference)),
+            "triton": _call(cross_entropy.triton_forward),
+            "c++": _call(cross_entropy.cpp_forward),
+        },
+        lambda s: cross_entropy.bytes_moved(s["args"][0]),
+    ),
+    Op(
+        "adamw",
+        _adamw_state,
+        {
+            "per-tensor": _torch_adamw(foreach=False),
+            "foreach": _torch_adamw(foreach=True),
+            "torch fused": _torch_adamw(fused=True),
+            "triton": _our_adamw("triton"),
+            "c++": _our_adamw("cpp"),
+        },
+        lambda s: adamw.bytes_moved(s["params"]),
+        baseline="foreach",
+    ),
 ]
 
 
@@ -144,9 +175,15 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
                 row["note"] = runnable(rung, device)
             else:
                 t = timings[rung]
-                row.update({"median ms": t.median * 1e3, "spread": t.spread, "GB/s": nbytes / t.median / 1e9,
-                            "of copy bandwidth": nbytes / t.median / peak,
-                            f"x {op.baseline}": base / t.median if base else None})
+                row.update(
+                    {
+                        "median ms": t.median * 1e3,
+                        "spread": t.spread,
+                        "GB/s": nbytes / t.median / 1e9,
+                        "of copy bandwidth": nbytes / t.median / peak,
+                        f"x {op.baseline}": base / t.median if base else None,
+                    }
+                )
             rows.append(row)
             if on_row:
                 on_row(row)
@@ -208,7 +245,8 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
         f"our AdamW ({impl})": (lambda p: adamw.FusedAdamW(p, lr=1e-3, impl=impl), F.cross_entropy),
         f"our AdamW + cross-entropy ({impl})": (
             lambda p: adamw.FusedAdamW(p, lr=1e-3, impl=impl),
-            functools.partial(cross_entropy.fused_cross_entropy, impl=impl)),
+            functools.partial(cross_entropy.fused_cross_entropy, impl=impl),
+        ),
     }
     steps = {}
     for name, (make_opt, loss_fn) in variants.items():
@@ -220,8 +258,11 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
             opt.zero_grad(set_to_none=True)
             loss_fn(model(x), y).backward()
             opt.step()
+
         steps[name] = step
     timings = timing.interleaved(steps, device=device, repeats=repeats, flush=False)
     base = timings["eager (foreach AdamW)"].median
-    return [{"step": name, "median ms": t.median * 1e3, "spread": t.spread, "x eager": base / t.median}
-            for name, t in timings.items()]
+    return [
+        {"step": name, "median ms": t.median * 1e3, "spread": t.spread, "x eager": base / t.median}
+        for name, t in timings.items()
+    ]

@@ -37,7 +37,9 @@ def _(x, bias, scale, shift):
 
 
 @torch.library.custom_op("trainlab::chain_backward", mutates_args=())
-def chain_backward(grad: Tensor, x: Tensor, bias: Tensor, scale: Tensor, shift: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def chain_backward(
+    grad: Tensor, x: Tensor, bias: Tensor, scale: Tensor, shift: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     rows = x.reshape(-1, x.shape[-1]).contiguous()
     dx, dbias, dscale, dshift = _chain.cpp_backward(grad.reshape(rows.shape).contiguous(), rows, bias, scale, shift)
     # the kernel returns the three parameter gradients as rows of one tensor: an operator's outputs
@@ -116,11 +118,13 @@ if triton_env.AVAILABLE:
         return _chain.triton_forward(rows, bias, scale, shift, wrap=wrap_triton).reshape(x.shape)
 
     @triton_op("trainlab::triton_chain_backward", mutates_args={})
-    def triton_chain_backward(grad: Tensor, x: Tensor, bias: Tensor, scale: Tensor,
-                              shift: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def triton_chain_backward(
+        grad: Tensor, x: Tensor, bias: Tensor, scale: Tensor, shift: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         rows = x.reshape(-1, x.shape[-1]).contiguous()
-        dx, dbias, dscale, dshift = _chain.triton_backward(grad.reshape(rows.shape), rows, bias, scale, shift,
-                                                           wrap=wrap_triton)
+        dx, dbias, dscale, dshift = _chain.triton_backward(
+            grad.reshape(rows.shape), rows, bias, scale, shift, wrap=wrap_triton
+        )
         return dx.reshape(x.shape), dbias.clone(), dscale.clone(), dshift.clone()  # rows of one tensor: unalias
 
     def _triton_chain_grad(ctx, grad):

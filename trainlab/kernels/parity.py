@@ -59,10 +59,16 @@ def build(kernel, fused, impl="cpp", width=64, depth=2, seed=0):
     chain_fn = (lambda *a: chain.fused_chain(*a, impl=impl)) if fused and kernel == "chain" else chain.reference
     for block in model.blocks:
         block.mlp = ChainMLP(block.mlp, chain_fn)
-    loss_fn = (lambda logits, y: cross_entropy.fused_cross_entropy(logits, y, impl=impl)) \
-        if fused and kernel == "cross_entropy" else F.cross_entropy
-    optimizer = adamw.FusedAdamW(model.parameters(), lr=LR, impl=impl) if fused and kernel == "adamw" \
+    loss_fn = (
+        (lambda logits, y: cross_entropy.fused_cross_entropy(logits, y, impl=impl))
+        if fused and kernel == "cross_entropy"
+        else F.cross_entropy
+    )
+    optimizer = (
+        adamw.FusedAdamW(model.parameters(), lr=LR, impl=impl)
+        if fused and kernel == "adamw"
         else torch.optim.AdamW(model.parameters(), lr=LR, foreach=False)
+    )
     return model, loss_fn, optimizer
 
 
@@ -73,8 +79,9 @@ def train(kernel, fused, steps=20, batch=32, impl="cpp", micro_batches=1):
     # Two batches, in turn: a model this small needs hundreds of steps to learn the data set, but
     # memorises two batches in 20 - so the loss moves, and a wrong gradient shows in the curve.
     images = load_images(DataConfig(n_train=2 * batch, n_test=100))
-    loader = DeviceLoader(images.train_x, images.train_y, batch, mean=images.mean, std=images.std, device="cpu",
-                          train=False)
+    loader = DeviceLoader(
+        images.train_x, images.train_y, batch, mean=images.mean, std=images.std, device="cpu", train=False
+    )
     fixed = list(loader)
     losses, checked = [], {}
     for step in range(steps):
@@ -117,12 +124,19 @@ def compare(kernel, steps=20, impl="cpp"):
     fused_losses, fused_params, fused_checked = train(kernel, True, steps, impl=impl)
     eager_losses, eager_params, eager_checked = train(kernel, False, steps, impl=impl)
     _, start, _ = train(kernel, False, 0, impl=impl)
-    return {"kernel": kernel, "impl": impl, "steps": steps, "fused_losses": fused_losses, "eager_losses": eager_losses,
-            "grad_error": relative_error(fused_checked["grads"], eager_checked["grads"]),
-            "step_error": relative_error(fused_checked["update"], eager_checked["update"]),
-            "max_loss_diff": max(abs(a - b) for a, b in zip(fused_losses, eager_losses)),
-            "max_param_diff": max(float((fused_params[n] - eager_params[n]).abs().max()) for n in eager_params),
-            "drift": drift(fused_params, eager_params, start), "loss_drop": eager_losses[0] - eager_losses[-1]}
+    return {
+        "kernel": kernel,
+        "impl": impl,
+        "steps": steps,
+        "fused_losses": fused_losses,
+        "eager_losses": eager_losses,
+        "grad_error": relative_error(fused_checked["grads"], eager_checked["grads"]),
+        "step_error": relative_error(fused_checked["update"], eager_checked["update"]),
+        "max_loss_diff": max(abs(a - b) for a, b in zip(fused_losses, eager_losses)),
+        "max_param_diff": max(float((fused_params[n] - eager_params[n]).abs().max()) for n in eager_params),
+        "drift": drift(fused_params, eager_params, start),
+        "loss_drop": eager_losses[0] - eager_losses[-1],
+    }
 
 
 def rounding_control(steps=20):

@@ -26,11 +26,16 @@ def _cross_entropy_case(device, impl, rows=2048, classes=8192):
         def go():
             fn(logits, target).backward()
             logits.grad = None
+
         return go
 
-    return {"what": f"cross-entropy, {rows} x {classes} logits, forward + backward",
-            "scale_bytes": logits.nbytes, "scale": "logits",
-            "eager": run(F.cross_entropy), "fused": run(lambda a, b: cross_entropy.fused_cross_entropy(a, b, impl=impl))}
+    return {
+        "what": f"cross-entropy, {rows} x {classes} logits, forward + backward",
+        "scale_bytes": logits.nbytes,
+        "scale": "logits",
+        "eager": run(F.cross_entropy),
+        "fused": run(lambda a, b: cross_entropy.fused_cross_entropy(a, b, impl=impl)),
+    }
 
 
 def _chain_case(device, impl, rows=4096, channels=1024):
@@ -42,11 +47,16 @@ def _chain_case(device, impl, rows=4096, channels=1024):
             fn(x, *params).sum().backward()
             for t in (x, *params):
                 t.grad = None
+
         return go
 
-    return {"what": f"gelu((x + b) * s + t), {rows} x {channels}, forward + backward",
-            "scale_bytes": x.nbytes, "scale": "x", "eager": run(chain.reference),
-            "fused": run(lambda *a: chain.fused_chain(*a, impl=impl))}
+    return {
+        "what": f"gelu((x + b) * s + t), {rows} x {channels}, forward + backward",
+        "scale_bytes": x.nbytes,
+        "scale": "x",
+        "eager": run(chain.reference),
+        "fused": run(lambda *a: chain.fused_chain(*a, impl=impl)),
+    }
 
 
 def _adamw_case(device, impl, tensors=64, size=65536):
@@ -60,9 +70,13 @@ def _adamw_case(device, impl, tensors=64, size=65536):
     eager_opt = torch.optim.AdamW(eager_params, lr=1e-3, foreach=True)
     fused_opt = adamw.FusedAdamW(fused_params, lr=1e-3, impl=impl)
     eager_opt.step(), fused_opt.step()  # moments allocated once, outside the measurement
-    return {"what": f"AdamW step, {tensors} tensors of {size:,}",
-            "scale_bytes": sum(p.nbytes for p in eager_params), "scale": "parameters",
-            "eager": eager_opt.step, "fused": fused_opt.step}
+    return {
+        "what": f"AdamW step, {tensors} tensors of {size:,}",
+        "scale_bytes": sum(p.nbytes for p in eager_params),
+        "scale": "parameters",
+        "eager": eager_opt.step,
+        "fused": fused_opt.step,
+    }
 
 
 CASES = {"cross_entropy": _cross_entropy_case, "chain": _chain_case, "adamw": _adamw_case}
@@ -77,6 +91,14 @@ def compare(device="cpu", impl=None):
     for name, make in CASES.items():
         case = make(device, impl)
         eager, fused = peak_above_start(case["eager"], device), peak_above_start(case["fused"], device)
-        rows.append({"kernel": name, "what": case["what"], "eager_bytes": eager, "fused_bytes": fused,
-                     "scale": case["scale"], "scale_bytes": case["scale_bytes"]})
+        rows.append(
+            {
+                "kernel": name,
+                "what": case["what"],
+                "eager_bytes": eager,
+                "fused_bytes": fused,
+                "scale": case["scale"],
+                "scale_bytes": case["scale_bytes"],
+            }
+        )
     return rows

@@ -12,8 +12,9 @@ def plot_ladder(rows, peak, ax=None):
     rungs = list(dict.fromkeys(r["rung"] for r in rows if "GB/s" in r))
     width = 0.8 / max(len(rungs), 1)
     for j, rung in enumerate(rungs):
-        values = [next((r["GB/s"] for r in rows if r["op"] == op and r["rung"] == rung and "GB/s" in r), 0)
-                  for op in ops]
+        values = [
+            next((r["GB/s"] for r in rows if r["op"] == op and r["rung"] == rung and "GB/s" in r), 0) for op in ops
+        ]
         ax.bar([i + j * width for i in range(len(ops))], values, width, label=rung)
     ax.axhline(peak / 1e9, color="k", ls="--", lw=1, label=f"copy bandwidth {peak / 1e9:.0f} GB/s")
     ax.set_xticks([i + width * (len(rungs) - 1) / 2 for i in range(len(ops))], ops)
@@ -44,10 +45,14 @@ def plot_attention(rows):
         ax_mem.plot(seqs, [r["peak_bytes"] / 2**20 for r in mine], "o-", color=color, label=impl)
         ax_time.plot(seqs, [r["ms"] for r in mine], "o-", color=color, label=impl)
     naive_rows = [r for r in rows if r["impl"] == "naive"]
-    ax_mem.plot([r["seq"] for r in naive_rows], [r["scores_bytes"] / 2**20 for r in naive_rows], ":", color="gray",
-                label="one N x N score matrix")
-    ax_mem.set(xscale="log", yscale="log", xlabel="tokens", ylabel="peak MiB, forward + backward",
-               title="memory")
+    ax_mem.plot(
+        [r["seq"] for r in naive_rows],
+        [r["scores_bytes"] / 2**20 for r in naive_rows],
+        ":",
+        color="gray",
+        label="one N x N score matrix",
+    )
+    ax_mem.set(xscale="log", yscale="log", xlabel="tokens", ylabel="peak MiB, forward + backward", title="memory")
     ax_time.set(xscale="log", yscale="log", xlabel="tokens", ylabel="ms, forward + backward", title="time")
     for ax in (ax_mem, ax_time):
         ax.legend(fontsize=7)

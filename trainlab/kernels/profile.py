@@ -23,8 +23,11 @@ OPERATOR_CATEGORIES = [  # first match wins
     ("loss / softmax", r"softmax|nll|cross_entropy|log_softmax"),
     ("elementwise", r"add|mul|sub|div|relu|gelu|threshold|silu|sigmoid|tanh|exp|sqrt|pow|neg|where|clamp|dropout"),
     ("reduction", r"sum|mean|max|min|var|std"),
-    ("memory", r"copy|to$|_to_copy|empty|zero|fill|clone|cat|stack|contiguous|view|reshape|transpose|permute|t$|"
-               r"expand|slice|select|index|unbind|split|as_strided|resize"),
+    (
+        "memory",
+        r"copy|to$|_to_copy|empty|zero|fill|clone|cat|stack|contiguous|view|reshape|transpose|permute|t$|"
+        r"expand|slice|select|index|unbind|split|as_strided|resize",
+    ),
 ]
 SMALL_US = 20  # an operator call shorter than this is launch-overhead territory on a GPU
 
@@ -54,7 +57,7 @@ def short_name(name, width=48):
     if len(name) <= width:
         return name
     half = (width - 1) // 2
-    return name[:half] + "…" + name[-(width - 1 - half):]
+    return name[:half] + "…" + name[-(width - 1 - half) :]
 
 
 def _model(name, device):
@@ -68,8 +71,11 @@ def profile_step(model="vit", batch=64, steps=3, device="cpu", optimizer="adamw"
     device = torch.device(device)
     torch.manual_seed(0)
     net = _model(model, device)
-    opt = (torch.optim.AdamW(net.parameters(), lr=1e-3, foreach=True) if optimizer == "adamw"
-           else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, foreach=True))
+    opt = (
+        torch.optim.AdamW(net.parameters(), lr=1e-3, foreach=True)
+        if optimizer == "adamw"
+        else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, foreach=True)
+    )
     x, y = torch.randn(batch, 3, 32, 32, device=device), torch.randint(0, 10, (batch,), device=device)
 
     def step():
@@ -107,24 +113,40 @@ def _summarise(events, steps, device):
         if self_us <= 0:
             continue
         label = "optimizer" if _in_optimizer(event) else category(event.name)
-        row = found.setdefault((event.name, label), {"operator": event.name.removeprefix("aten::"), "category": label,
-                                                     "calls": 0, "self us": 0.0})
+        row = found.setdefault(
+            (event.name, label),
+            {"operator": event.name.removeprefix("aten::"), "category": label, "calls": 0, "self us": 0.0},
+        )
         row["calls"] += 1
         row["self us"] += self_us
-    rows = [{"operator": r["operator"], "category": r["category"], "calls": r["calls"] / steps,
-             "self ms": r["self us"] / 1e3 / steps, "mean us": r["self us"] / r["calls"]} for r in found.values()]
+    rows = [
+        {
+            "operator": r["operator"],
+            "category": r["category"],
+            "calls": r["calls"] / steps,
+            "self ms": r["self us"] / 1e3 / steps,
+            "mean us": r["self us"] / r["calls"],
+        }
+        for r in found.values()
+    ]
     total = sum(r["self ms"] for r in rows)
     for r in rows:
         r["share"] = r["self ms"] / total
     rows.sort(key=lambda r: -r["self ms"])
     by_category = {}
     for r in rows:
-        c = by_category.setdefault(r["category"], {"category": r["category"], "self ms": 0.0, "share": 0.0,
-                                                   "operators": 0, "calls": 0.0})
+        c = by_category.setdefault(
+            r["category"], {"category": r["category"], "self ms": 0.0, "share": 0.0, "operators": 0, "calls": 0.0}
+        )
         c["self ms"] += r["self ms"]
         c["share"] += r["share"]
         c["operators"] += 1
         c["calls"] += r["calls"]
     small = sum(r["calls"] for r in rows if r["mean us"] < SMALL_US)
-    return StepProfile(rows, sorted(by_category.values(), key=lambda c: -c["self ms"]), total, round(small),
-                       round(sum(r["calls"] for r in rows)))
+    return StepProfile(
+        rows,
+        sorted(by_category.values(), key=lambda c: -c["self ms"]),
+        total,
+        round(small),
+        round(sum(r["calls"] for r in rows)),
+    )

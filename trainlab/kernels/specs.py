@@ -29,6 +29,7 @@ def chain_gradcheck(impl):
         g = torch.Generator().manual_seed(1)
         args = [a.requires_grad_() for a in chain_inputs(shape, torch.float64, g)]
         return (lambda *a: chain.fused_chain(*a, impl=impl)), args
+
     return make
 
 
@@ -40,8 +41,10 @@ def ce_inputs(shape, dtype, generator):
 def ce_gradcheck(impl):
     def make(shape):
         logits, target = ce_inputs(shape, torch.float64, torch.Generator().manual_seed(1))
-        return (lambda x: cross_entropy.fused_cross_entropy(x, target.to(x.device), reduction="none", impl=impl)), \
-            [logits.requires_grad_()]
+        return (lambda x: cross_entropy.fused_cross_entropy(x, target.to(x.device), reduction="none", impl=impl)), [
+            logits.requires_grad_()
+        ]
+
     return make
 
 
@@ -58,6 +61,7 @@ def adamw_run(step_fn):
     def run(grads, params, exp_avgs, exp_avg_sqs):
         step_fn(params, grads, exp_avgs, exp_avg_sqs, 3, **HYPER)
         return params, exp_avgs, exp_avg_sqs
+
     return run
 
 
@@ -68,16 +72,31 @@ def _specs():
     for impl, dtypes in dtypes_of.items():
         forward = chain.triton_forward if impl == "triton" else chain.cpp_forward
         specs[f"chain/{impl}"] = Spec(
-            f"chain/{impl}", chain_inputs, forward, chain.reference, CHAIN_SHAPES, dtypes,
-            gradcheck=chain_gradcheck(impl), gradcheck_shapes=[(3, 5), (5, 257)])
+            f"chain/{impl}",
+            chain_inputs,
+            forward,
+            chain.reference,
+            CHAIN_SHAPES,
+            dtypes,
+            gradcheck=chain_gradcheck(impl),
+            gradcheck_shapes=[(3, 5), (5, 257)],
+        )
         ce_forward = cross_entropy.triton_forward if impl == "triton" else cross_entropy.cpp_forward
         specs[f"cross_entropy/{impl}"] = Spec(
-            f"cross_entropy/{impl}", ce_inputs, lambda x, y, f=ce_forward: f(x, y)[0], cross_entropy.reference,
-            CE_SHAPES, dtypes, scale=4.0,
-            gradcheck=ce_gradcheck(impl), gradcheck_shapes=[(3, 5), (2, 33)])
+            f"cross_entropy/{impl}",
+            ce_inputs,
+            lambda x, y, f=ce_forward: f(x, y)[0],
+            cross_entropy.reference,
+            CE_SHAPES,
+            dtypes,
+            scale=4.0,
+            gradcheck=ce_gradcheck(impl),
+            gradcheck_shapes=[(3, 5), (2, 33)],
+        )
         step = adamw.triton_step if impl == "triton" else adamw.cpp_step
-        specs[f"adamw/{impl}"] = Spec(f"adamw/{impl}", adamw_inputs, adamw_run(step), adamw_run(adamw.reference),
-                                      ADAMW_SIZES, noncontiguous=False)
+        specs[f"adamw/{impl}"] = Spec(
+            f"adamw/{impl}", adamw_inputs, adamw_run(step), adamw_run(adamw.reference), ADAMW_SIZES, noncontiguous=False
+        )
     return specs
 
 

@@ -34,13 +34,17 @@ class TritonUnavailable(RuntimeError):
 def check_device(*tensors):
     """Raise a clear error unless Triton can run on these tensors' device."""
     if not AVAILABLE:
-        raise TritonUnavailable("Triton is not installed here (no wheels for macOS): use impl='cpp' or "
-                                "impl='compile', which the notebook falls back to")
+        raise TritonUnavailable(
+            "Triton is not installed here (no wheels for macOS): use impl='cpp' or "
+            "impl='compile', which the notebook falls back to"
+        )
     for t in tensors:
         if t.device.type == "cpu" and not INTERPRET:
-            raise TritonUnavailable("Triton kernels run CUDA tensors; for CPU tensors set TRITON_INTERPRET=1 "
-                                    "before anything imports triton (trainlab.kernels does this when no GPU "
-                                    "is visible)")
+            raise TritonUnavailable(
+                "Triton kernels run CUDA tensors; for CPU tensors set TRITON_INTERPRET=1 "
+                "before anything imports triton (trainlab.kernels does this when no GPU "
+                "is visible)"
+            )
         if t.device.type not in ("cpu", "cuda"):
             raise TritonUnavailable(f"Triton cannot run tensors on {t.device}")
 
@@ -65,6 +69,7 @@ def compute_type(dtype):
 if AVAILABLE:
     jit, constexpr = triton.jit, tl.constexpr
 else:
+
     class _Unavailable:
         def __init__(self, fn):
             self.fn, self.__name__ = fn, fn.__name__

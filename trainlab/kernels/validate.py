@@ -28,8 +28,12 @@ import torch
 from trainlab.compat import GradcheckError
 
 # torch.testing.assert_close's defaults per dtype: (rtol, atol)
-TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
-              torch.float64: (1e-7, 1e-7)}
+TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
 
 
 @dataclass
@@ -78,15 +82,25 @@ class Report:
         return [r for r in self.results if not r.passed]
 
     def rows(self):
-        return [{"check": r.check, "case": r.case, "result": "pass" if r.passed else "FAIL",
-                 "worst error / tolerance": f"{r.error_ratio:.2g}", "detail": r.detail} for r in self.results]
+        return [
+            {
+                "check": r.check,
+                "case": r.case,
+                "result": "pass" if r.passed else "FAIL",
+                "worst error / tolerance": f"{r.error_ratio:.2g}",
+                "detail": r.detail,
+            }
+            for r in self.results
+        ]
 
     def summary(self):
         if self.passed:
             return f"{self.name}: all {len(self.results)} checks pass"
         first = self.failures[0]
-        return (f"{self.name}: {len(self.failures)} of {len(self.results)} checks fail; first: {first.check} "
-                f"on {first.case}: {first.detail}")
+        return (
+            f"{self.name}: {len(self.failures)} of {len(self.results)} checks fail; first: {first.check} "
+            f"on {first.case}: {first.detail}"
+        )
 
 
 @contextlib.contextmanager
@@ -94,8 +108,11 @@ def poisoned_allocations():
     """New tensors (torch.empty & co.) come filled with NaN (integers: their maximum)."""
     import torch.utils.deterministic as deterministic
 
-    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-              deterministic.fill_uninitialized_memory)
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        deterministic.fill_uninitialized_memory,
+    )
     torch.use_deterministic_algorithms(True, warn_only=True)
     deterministic.fill_uninitialized_memory = True
     try:
@@ -134,13 +151,16 @@ def compare(got, expected, dtype, scale=1.0):
         unwritten = torch.isnan(g) & ~torch.isnan(e)
         if unwritten.any():
             i = unwritten.nonzero()[0].tolist()
-            problems.append(f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is "
-                            f"finite (first at {i}): never written, or read from outside the input (poisoned "
-                            "allocations and strided inputs' gaps hold NaN)")
+            problems.append(
+                f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is "
+                f"finite (first at {i}): never written, or read from outside the input (poisoned "
+                "allocations and strided inputs' gaps hold NaN)"
+            )
         lost = torch.isnan(e) & ~torch.isnan(g)
         if lost.any():
-            problems.append(f"{int(lost.sum())} NaN of the reference did not come out (first at "
-                            f"{lost.nonzero()[0].tolist()})")
+            problems.append(
+                f"{int(lost.sum())} NaN of the reference did not come out (first at {lost.nonzero()[0].tolist()})"
+            )
         inf = torch.isinf(e) | torch.isinf(g)
         if (inf & (g != e) & ~torch.isnan(g) & ~torch.isnan(e)).any():
             problems.append("infinities differ from the reference")
@@ -150,8 +170,10 @@ def compare(got, expected, dtype, scale=1.0):
             worst = max(worst, float(ratio.max()))
             if worst > 1:
                 i = ok.nonzero()[int(ratio.argmax())].tolist()
-                problems.append(f"max error {float((g - e).abs()[ok].max()):.3g} is {worst:.3g}x the {dtype} "
-                                f"tolerance (first at {i})")
+                problems.append(
+                    f"max error {float((g - e).abs()[ok].max()):.3g} is {worst:.3g}x the {dtype} "
+                    f"tolerance (first at {i})"
+                )
         if problems:
             break
     return worst, "; ".join(problems)
@@ -202,8 +224,16 @@ def _run_check(report, check, case, fn):
         ratio, problem = fn()
         report.results.append(Result(check, case, not problem, problem, ratio))
     except Exception as exc:  # a kernel that raises fails its case, with the reason
-        report.results.append(Result(check, case, False, f"raised {type(exc).__name__}: {exc}".splitlines()[0],
-                                     math.inf, traceback.format_exc()[-2000:]))
+        report.results.append(
+            Result(
+                check,
+                case,
+                False,
+                f"raised {type(exc).__name__}: {exc}".splitlines()[0],
+                math.inf,
+                traceback.format_exc()[-2000:],
+            )
+        )
 
 
 def validate(spec, gradients=True, specials=True, device="cpu"):
@@ -211,8 +241,12 @@ def validate(spec, gradients=True, specials=True, device="cpu"):
     report = Report(spec.name)
 
     def check(name, shape, dtype, **how):  # one case: its inputs made as `how` says, compared with the reference
-        _run_check(report, name, f"{list(shape)} {str(dtype).replace('torch.', '')}",
-                   lambda: compare(*_case(spec, shape, dtype, device=device, **how), dtype, spec.scale))
+        _run_check(
+            report,
+            name,
+            f"{list(shape)} {str(dtype).replace('torch.', '')}",
+            lambda: compare(*_case(spec, shape, dtype, device=device, **how), dtype, spec.scale),
+        )
 
     for dtype in spec.dtypes:
         for shape in spec.shapes:

@@ -15,9 +15,14 @@ def cpu_allocations(run):
     negative for a free (torch.profiler's memory events)."""
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
-    events = sorted((e for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]" and e.device_type() == DeviceType.CPU),
-                    key=lambda e: (e.start_ns(), e.nbytes() < 0))  # at one instant, allocations before frees
+    events = sorted(
+        (
+            e
+            for e in prof.profiler.kineto_results.events()
+            if e.name() == "[memory]" and e.device_type() == DeviceType.CPU
+        ),
+        key=lambda e: (e.start_ns(), e.nbytes() < 0),
+    )  # at one instant, allocations before frees
     return [e.nbytes() for e in events]
 
 

@@ -42,8 +42,14 @@ import torch
 
 TIME_CATEGORIES = ("compute", "communication", "data", "sync", "idle")
 DATA_NAMES = ("enumerate(DataLoader)", "data")  # a prefix of the DataLoader's region, or the loop's marker
-SYNC_NAMES = {"aten::item", "aten::_local_scalar_dense", "sync", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-              "cudaEventSynchronize"}
+SYNC_NAMES = {
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "sync",
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+}
 WARMUP_STEPS = 2  # profiled but not counted: the first steps under the profiler carry its start-up
 
 
@@ -64,12 +70,14 @@ def profiled(trace_path, active, device=torch.device("cpu")):
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.device(device).type == "cuda" else [])
     # repeat=1: with the default (repeat forever) the trace of the last cycle can come out empty
     plan = schedule(wait=0, warmup=WARMUP_STEPS, active=active, repeat=1)
-    with profile(activities=activities, schedule=plan,
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
+    with profile(
+        activities=activities, schedule=plan, on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))
+    ) as prof:
         yield prof
 
 
 # Intervals are sorted lists of disjoint (start, end) pairs, in microseconds.
+
 
 def union(pairs):
     out = []
@@ -191,14 +199,25 @@ def _host_labels(events, main, tid, kernels, windows):
     data = clip(_span(e) for e in main if e["name"].startswith(DATA_NAMES))
     sync = subtract(clip(_span(e) for e in main if e["name"] in SYNC_NAMES), data)
     calls = subtract(subtract(clip(_span(e) for e in main if e["name"].startswith("c10d::")), data), sync)
-    own = [pair for e, pairs in self_time(main) if e.get("cat") == "cpu_op" and not e["name"].startswith("c10d::")
-           for pair in pairs]
+    own = [
+        pair
+        for e, pairs in self_time(main)
+        if e.get("cat") == "cpu_op" and not e["name"].startswith("c10d::")
+        for pair in pairs
+    ]
     compute = subtract(subtract(subtract(clip(own), data), sync), calls)
     in_flight = clip(_span(e) for e in events if e["tid"] != tid and _is_comm(e))
     gaps = subtract(subtract(subtract(subtract(windows, data), sync), calls), compute)
     waiting = intersect(gaps, in_flight)
-    return {"data": data, "sync": sync, "compute": compute, "communication": union(calls + waiting),
-            "idle": subtract(gaps, in_flight), "comm_in_flight": in_flight, "overlapped": intersect(in_flight, compute)}
+    return {
+        "data": data,
+        "sync": sync,
+        "compute": compute,
+        "communication": union(calls + waiting),
+        "idle": subtract(gaps, in_flight),
+        "comm_in_flight": in_flight,
+        "overlapped": intersect(in_flight, compute),
+    }
 
 
 def _device_labels(events, main, tid, kernels, windows):
@@ -211,8 +230,15 @@ def _device_labels(events, main, tid, kernels, windows):
     gaps = subtract(windows, busy)
     data = intersect(gaps, clip(_span(e) for e in main if e["name"].startswith(DATA_NAMES)))
     sync = subtract(intersect(gaps, clip(_span(e) for e in main if e["name"] in SYNC_NAMES)), data)
-    return {"data": data, "sync": sync, "compute": compute, "communication": subtract(comm, compute),
-            "idle": subtract(subtract(gaps, data), sync), "comm_in_flight": comm, "overlapped": intersect(comm, compute)}
+    return {
+        "data": data,
+        "sync": sync,
+        "compute": compute,
+        "communication": subtract(comm, compute),
+        "idle": subtract(subtract(gaps, data), sync),
+        "comm_in_flight": comm,
+        "overlapped": intersect(comm, compute),
+    }
 
 
 def hta(traces):
@@ -226,11 +252,17 @@ def hta(traces):
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError as exc:
-        raise ImportError("Holistic Trace Analysis is an optional install: pip install HolisticTraceAnalysis "
-                          "(trainlab.measurement.timeline.split reads the same traces without it)") from exc
-    analysis = TraceAnalysis(trace_files={rank: Path(p).name for rank, p in traces.items()}, trace_dir=str(folders.pop()))
-    return {"temporal": analysis.get_temporal_breakdown(visualize=False),
-            "overlap": analysis.get_comm_comp_overlap(visualize=False)}
+        raise ImportError(
+            "Holistic Trace Analysis is an optional install: pip install HolisticTraceAnalysis "
+            "(trainlab.measurement.timeline.split reads the same traces without it)"
+        ) from exc
+    analysis = TraceAnalysis(
+        trace_files={rank: Path(p).name for rank, p in traces.items()}, trace_dir=str(folders.pop())
+    )
+    return {
+        "temporal": analysis.get_temporal_breakdown(visualize=False),
+        "overlap": analysis.get_comm_comp_overlap(visualize=False),
+    }
 
 
 def shares(split_s):

@@ -97,8 +97,9 @@ def interleaved(fns, *, device="cpu", repeats=15, rounds=3, flush=True):
     samples = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            samples[name] += measure(fn, device=device, warmup=2, repeats=max(1, repeats // rounds),
-                                     flush=flush).samples
+            samples[name] += measure(
+                fn, device=device, warmup=2, repeats=max(1, repeats // rounds), flush=flush
+            ).samples
     return {name: Timing(s) for name, s in samples.items()}
 
 

@@ -42,21 +42,40 @@ def peak_activation_bytes(layers, seq, micro_batch, hidden, heads, recompute="no
     """Activations at the start of backward; with full recomputation, every layer's input plus one
     layer rebuilt (with fused attention) at a time."""
     if recompute == "full":
-        return layers * per_layer_bytes(seq, micro_batch, hidden, heads, "full", dropout) + \
-            per_layer_bytes(seq, micro_batch, hidden, heads, "fused-attention", dropout)
+        return layers * per_layer_bytes(seq, micro_batch, hidden, heads, "full", dropout) + per_layer_bytes(
+            seq, micro_batch, hidden, heads, "fused-attention", dropout
+        )
     return layers * per_layer_bytes(seq, micro_batch, hidden, heads, recompute, dropout)
 
 
-def two_level(params, layers, hidden, heads, seq, micro_batch, world_size, strategy="zero3", recompute="none",
-              device_gb=80, dropout=True):
+def two_level(
+    params,
+    layers,
+    hidden,
+    heads,
+    seq,
+    micro_batch,
+    world_size,
+    strategy="zero3",
+    recompute="none",
+    device_gb=80,
+    dropout=True,
+):
     """Per-rank bytes of model states (sharded by ZeRO/FSDP) and of activations (not sharded by
     them: each rank holds its own micro-batch's), and whether the sum fits in device_gb.
     dropout=False for models trained without it (Llama 3): 32 + 2as/h instead of 34 + 5as/h."""
     states = planner.plan(params, world_size, strategy)["device_total"]
     acts = peak_activation_bytes(layers, seq, micro_batch, hidden, heads, recompute, dropout)
-    return {"strategy": strategy, "world_size": world_size, "recompute": recompute, "micro_batch": micro_batch,
-            "states_bytes": states, "activation_bytes": acts, "total_bytes": states + acts,
-            "fits": states + acts <= device_gb * GB}
+    return {
+        "strategy": strategy,
+        "world_size": world_size,
+        "recompute": recompute,
+        "micro_batch": micro_batch,
+        "states_bytes": states,
+        "activation_bytes": acts,
+        "total_bytes": states + acts,
+        "fits": states + acts <= device_gb * GB,
+    }
 
 
 def measured_per_token(block_bytes, batch, tokens, hidden, value_bytes=4):

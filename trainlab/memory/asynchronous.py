@@ -48,8 +48,12 @@ def features(seed=0, n_train=5000, n_test=1000, filters=32):
 
         train_x, test_x = embed(images.train_x[:n_train]), embed(images.test_x[:n_test])
     mean, std = train_x.mean(0), train_x.std(0).clamp_min(1e-6)
-    return ((train_x - mean) / std, images.train_y[:n_train].long(), (test_x - mean) / std,
-            images.test_y[:n_test].long())
+    return (
+        (train_x - mean) / std,
+        images.train_y[:n_train].long(),
+        (test_x - mean) / std,
+        images.test_y[:n_test].long(),
+    )
 
 
 def gradient(weights, x, y):
@@ -70,8 +74,9 @@ def worker_times(workers, straggler=4.0, spread=0.5):
     return times
 
 
-def simulate(scheme, workers=8, steps=2000, lr=0.5, batch=32, times=None, bound=2, period=8, seed=0,
-             eval_every=50, data=None):
+def simulate(
+    scheme, workers=8, steps=2000, lr=0.5, batch=32, times=None, bound=2, period=8, seed=0, eval_every=50, data=None
+):
     """Run one scheme for `steps` applied gradients (sync: steps x workers gradients in steps
     updates; local: steps x workers local steps); return the held-out loss against simulated
     time, the staleness of every applied gradient, and the total simulated time."""
@@ -143,9 +148,15 @@ def simulate(scheme, workers=8, steps=2000, lr=0.5, batch=32, times=None, bound=
 
 
 def _result(scheme, curve, staleness, total_time):
-    return {"scheme": scheme, "curve": curve, "staleness": staleness, "time": total_time,
-            "final_loss": curve[-1][1], "mean_staleness": sum(staleness) / max(len(staleness), 1),
-            "max_staleness": max(staleness, default=0)}
+    return {
+        "scheme": scheme,
+        "curve": curve,
+        "staleness": staleness,
+        "time": total_time,
+        "final_loss": curve[-1][1],
+        "mean_staleness": sum(staleness) / max(len(staleness), 1),
+        "max_staleness": max(staleness, default=0),
+    }
 
 
 def time_to(curve, target):

@@ -43,15 +43,19 @@ def main(out_path, device="cpu", sizes_mb=SIZES_MB):
     ctx = init(device, timeout_s=120)
     rows = []
     for mb in sizes_mb:
-        nbytes = int(mb * 2 ** 20)
+        nbytes = int(mb * 2**20)
         seconds = measure(ctx, nbytes)
         algbw = nbytes / seconds
-        rows.append({"bytes": nbytes, "seconds": seconds, "algbw": algbw,
-                     "busbw": bus_bandwidth(algbw, ctx.world_size)})
+        rows.append(
+            {"bytes": nbytes, "seconds": seconds, "algbw": algbw, "busbw": bus_bandwidth(algbw, ctx.world_size)}
+        )
     if ctx.rank == 0:
         with open(out_path, "w") as f:
-            json.dump({"world_size": ctx.world_size, "backend": ctx.backend, "device": str(ctx.device), "rows": rows},
-                      f, indent=1)
+            json.dump(
+                {"world_size": ctx.world_size, "backend": ctx.backend, "device": str(ctx.device), "rows": rows},
+                f,
+                indent=1,
+            )
     shutdown(exit_process=True)
 
 

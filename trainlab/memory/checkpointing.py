@@ -32,10 +32,15 @@ from trainlab.models import ModelConfig, build_model
 
 # Selective checkpointing keeps what is expensive to recompute (matmul outputs, attention) and
 # recomputes the rest (layer norms, GELU, adds): part of the memory saving at almost no extra FLOPs.
-SAVE_OPS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
-            torch.ops.aten.baddbmm.default, torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
-            torch.ops.aten._scaled_dot_product_efficient_attention.default,
-            torch.ops.aten._scaled_dot_product_flash_attention.default}
+SAVE_OPS = {
+    torch.ops.aten.mm.default,
+    torch.ops.aten.addmm.default,
+    torch.ops.aten.bmm.default,
+    torch.ops.aten.baddbmm.default,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    torch.ops.aten._scaled_dot_product_efficient_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention.default,
+}
 
 
 def _save_matmuls(ctx, op, *args, **kwargs):
@@ -63,12 +68,17 @@ class Checkpointed(nn.Module):
         blocks = list(vit.blocks)
         step = self.every or len(blocks)
         for start in range(0, len(blocks), step):
-            segment = blocks[start:start + step]
+            segment = blocks[start : start + step]
             if self.every is None:
                 x = self._segment(segment, x)
             elif self.selective:
-                x = checkpoint(self._segment, segment, x, use_reentrant=False,
-                               context_fn=partial(create_selective_checkpoint_contexts, _save_matmuls))
+                x = checkpoint(
+                    self._segment,
+                    segment,
+                    x,
+                    use_reentrant=False,
+                    context_fn=partial(create_selective_checkpoint_contexts, _save_matmuls),
+                )
             else:
                 x = checkpoint(self._segment, segment, x, use_reentrant=False)
         return vit.head(vit.norm(x).mean(1))
@@ -77,13 +87,17 @@ class Checkpointed(nn.Module):
 def build(depth=16, width=64, every=None, selective=False, seed=0, device="cpu"):
     torch.manual_seed(seed)
     vit = build_model(ModelConfig(name="vit", width=width, depth=depth))
-    nn.init.normal_(vit.head.weight, std=0.02)  # a head that has learned a little: a zero head zeroes every other gradient
+    nn.init.normal_(
+        vit.head.weight, std=0.02
+    )  # a head that has learned a little: a zero head zeroes every other gradient
     return Checkpointed(vit, every, selective).to(device)
 
 
 def batch(size=32, device="cpu", seed=0):
     gen = torch.Generator().manual_seed(seed)
-    return torch.randn(size, 3, 32, 32, generator=gen).to(device), torch.randint(0, 10, (size,), generator=gen).to(device)
+    return torch.randn(size, 3, 32, 32, generator=gen).to(device), torch.randint(0, 10, (size,), generator=gen).to(
+        device
+    )
 
 
 def held_for_backward(model, x):
@@ -121,8 +135,13 @@ def measure(model, data, repeats=3):
     F.cross_entropy(model(data[0]), data[1]).backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad(set_to_none=True)
-    return {"held_bytes": held, "peak_bytes": peak, "flops": flops.get_total_flops(),
-            "seconds": took.median, "grads": grads}
+    return {
+        "held_bytes": held,
+        "peak_bytes": peak,
+        "flops": flops.get_total_flops(),
+        "seconds": took.median,
+        "grads": grads,
+    }
 
 
 def sweep(depth=16, ks=(None, 1, 2, 4, 8, 16), width=64, batch_size=32, device="cpu", selective=True, repeats=3):
@@ -137,8 +156,12 @@ def sweep(depth=16, ks=(None, 1, 2, 4, 8, 16), width=64, batch_size=32, device="
         row = measure(build(depth, width, every, sel, device=device), data, repeats)
         grads = row.pop("grads")
         plain = plain if plain is not None else grads
-        row.update(every=every, selective=sel, depth=depth,
-                   grad_diff=max(float((a - b).abs().max()) for a, b in zip(grads, plain)))
+        row.update(
+            every=every,
+            selective=sel,
+            depth=depth,
+            grad_diff=max(float((a - b).abs().max()) for a, b in zip(grads, plain)),
+        )
         rows.append(row)
     base = rows[0]
     for row in rows:

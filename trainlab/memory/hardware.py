@@ -39,10 +39,18 @@ def probe(device="cpu"):
     if device.type == "cuda":
         return _probe_gpu(device)
     flags = _cpu_flags()
-    return {"kind": "cpu", "name": _cpu_model(), "cores": os.cpu_count(), "threads": torch.get_num_threads(),
-            "caches": _cpu_caches(), "avx2": "avx2" in flags, "avx512": "avx512f" in flags,
-            "bf16_native": bool({"avx512_bf16", "amx_bf16"} & flags), "amx": "amx_tile" in flags,
-            "fp16_native": bool({"avx512_fp16", "amx_fp16"} & flags)}
+    return {
+        "kind": "cpu",
+        "name": _cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "caches": _cpu_caches(),
+        "avx2": "avx2" in flags,
+        "avx512": "avx512f" in flags,
+        "bf16_native": bool({"avx512_bf16", "amx_bf16"} & flags),
+        "amx": "amx_tile" in flags,
+        "fp16_native": bool({"avx512_fp16", "amx_fp16"} & flags),
+    }
 
 
 def _probe_gpu(device):
@@ -50,12 +58,21 @@ def _probe_gpu(device):
     capability = (props.major, props.minor)
     count = torch.cuda.device_count()
     peers = {f"{a}->{b}": torch.cuda.can_device_access_peer(a, b) for a in range(count) for b in range(count) if a != b}
-    return {"kind": "cuda", "name": props.name, "memory_bytes": props.total_memory,
-            "capability": f"{props.major}.{props.minor}", "sms": props.multi_processor_count,
-            # bf16 in hardware from Ampere (8.0); is_bf16_supported() also counts emulation on older GPUs
-            "l2_bytes": getattr(props, "L2_cache_size", None), "bf16": capability >= (8, 0),
-            "tf32": capability >= (8, 0), "fp8": capability >= (8, 9), "visible_gpus": count,
-            "peer_access": peers, "mig": _nvidia_smi("mig.mode.current", props)}
+    return {
+        "kind": "cuda",
+        "name": props.name,
+        "memory_bytes": props.total_memory,
+        "capability": f"{props.major}.{props.minor}",
+        "sms": props.multi_processor_count,
+        # bf16 in hardware from Ampere (8.0); is_bf16_supported() also counts emulation on older GPUs
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "bf16": capability >= (8, 0),
+        "tf32": capability >= (8, 0),
+        "fp8": capability >= (8, 9),
+        "visible_gpus": count,
+        "peer_access": peers,
+        "mig": _nvidia_smi("mig.mode.current", props),
+    }
 
 
 def _nvidia_smi(field, props):
@@ -63,8 +80,12 @@ def _nvidia_smi(field, props):
     if not shutil.which("nvidia-smi"):
         return None
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu=name,{field}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu=name,{field}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     for line in out.splitlines():
@@ -109,21 +130,28 @@ def matmul_flops(n, dtype=torch.float32, device="cpu", repeats=5):
     gen = torch.Generator().manual_seed(0)
     a, b = (torch.randn(n, n, generator=gen).to(device, dtype) for _ in range(2))
     took = timing.measure(lambda: a @ b, device=device, warmup=2, repeats=repeats, flush=False)
-    return 2 * n ** 3 / min(took.samples)
+    return 2 * n**3 / min(took.samples)
 
 
 def matmul_rows(device="cpu", dtypes=None, sizes=None, repeats=5):
     """One row per (dtype, size): FLOP/s, for sizes that are multiples of 64 and the same minus
     one - on tensor cores odd sizes fall off the fast path (padding, or no tensor cores at all)."""
     device = torch.device(device)
-    dtypes = dtypes or ((torch.float32, torch.bfloat16, torch.float16) if device.type == "cuda"
-                        else (torch.float32, torch.bfloat16))
+    dtypes = dtypes or (
+        (torch.float32, torch.bfloat16, torch.float16) if device.type == "cuda" else (torch.float32, torch.bfloat16)
+    )
     sizes = sizes or ((4096, 4095, 8192, 8191) if device.type == "cuda" else (512, 511, 1024, 1023))
     rows = []
     for dtype in dtypes:
         for n in sizes:
-            rows.append({"dtype": str(dtype).replace("torch.", ""), "n": n, "aligned": n % 64 == 0,
-                         "flops": matmul_flops(n, dtype, device, repeats)})
+            rows.append(
+                {
+                    "dtype": str(dtype).replace("torch.", ""),
+                    "n": n,
+                    "aligned": n % 64 == 0,
+                    "flops": matmul_flops(n, dtype, device, repeats),
+                }
+            )
     return rows
 
 
@@ -135,8 +163,9 @@ def host_device_bandwidth(device="cuda", nbytes=256 << 20, repeats=5):
     out = {}
     for pinned in (True, False):
         host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
-        took = timing.measure(lambda: host.to(device, non_blocking=pinned), device=device, warmup=1,
-                              repeats=repeats, flush=False)
+        took = timing.measure(
+            lambda: host.to(device, non_blocking=pinned), device=device, warmup=1, repeats=repeats, flush=False
+        )
         out["pinned" if pinned else "pageable"] = nbytes / min(took.samples)
     return out
 
@@ -158,9 +187,18 @@ def _vit_step_ops(batch, tokens, width, device):
     ln = torch.nn.LayerNorm(width).to(device)
     m, e = batch * tokens, 4  # rows, bytes per fp32 value
     return [
-        ("linear (MLP up)", lambda: F.linear(x, w), 2 * m * width * 4 * width, e * (m * width + 4 * width * width + m * 4 * width)),
-        ("attention (sdpa)", lambda: F.scaled_dot_product_attention(q, q, q), 4 * batch * 4 * tokens * tokens * (width // 4),
-         e * 4 * q.numel()),
+        (
+            "linear (MLP up)",
+            lambda: F.linear(x, w),
+            2 * m * width * 4 * width,
+            e * (m * width + 4 * width * width + m * 4 * width),
+        ),
+        (
+            "attention (sdpa)",
+            lambda: F.scaled_dot_product_attention(q, q, q),
+            4 * batch * 4 * tokens * tokens * (width // 4),
+            e * 4 * q.numel(),
+        ),
         ("GELU", lambda: F.gelu(h), h.numel(), e * 2 * h.numel()),
         ("LayerNorm", lambda: ln(x), 5 * x.numel(), e * 2 * x.numel()),
         ("residual add", lambda: x + x, x.numel(), e * 3 * x.numel()),
@@ -174,8 +212,9 @@ def roofline_ops(device="cpu", batch=64, tokens=64, width=64, repeats=10):
     rows = []
     for name, fn, flops, nbytes in _vit_step_ops(batch, tokens, width, torch.device(device)):
         took = timing.measure(fn, device=device, warmup=2, repeats=repeats, flush=True)
-        rows.append({"op": name, "flops": flops, "bytes": nbytes, "intensity": flops / nbytes,
-                     "achieved": flops / took.median})
+        rows.append(
+            {"op": name, "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "achieved": flops / took.median}
+        )
     return rows
 
 
@@ -204,21 +243,36 @@ def mfu(device="cpu", steps=30, batch_size=128, precision="fp32", peak_flops=Non
     from trainlab.models import ModelConfig, build_model
 
     device = torch.device(device)
-    cfg = TrainConfig(device=str(device), precision=precision, max_steps=steps, epochs=100, batch_size=batch_size,
-                      log_every=max(steps // 8, 1))  # several intervals: their median resists a noisy neighbour
+    cfg = TrainConfig(
+        device=str(device),
+        precision=precision,
+        max_steps=steps,
+        epochs=100,
+        batch_size=batch_size,
+        log_every=max(steps // 8, 1),
+    )  # several intervals: their median resists a noisy neighbour
     record = train(cfg, images=load_images(DataConfig()), progress=False)
     intervals = sorted(record.images_per_s[1:] or record.images_per_s)  # the first interval holds the warm-up
     images_per_s = intervals[len(intervals) // 2]
     model = build_model(ModelConfig()).to(device)
     gen = torch.Generator().manual_seed(0)
-    batch = (torch.randn(batch_size, 3, 32, 32, generator=gen).to(device),
-             torch.randint(0, 10, (batch_size,), generator=gen).to(device))
+    batch = (
+        torch.randn(batch_size, 3, 32, 32, generator=gen).to(device),
+        torch.randint(0, 10, (batch_size,), generator=gen).to(device),
+    )
     flops = step_flops(model, batch)  # the same count whatever the precision
     dtype = autocast_dtype(precision) or torch.float32
     peak = peak_flops or max(r["flops"] for r in matmul_rows(device, dtypes=(dtype,), repeats=10))
     achieved = flops * images_per_s / batch_size
-    return {"flops_per_step": flops, "images_per_s": images_per_s, "achieved_flops": achieved, "peak_flops": peak,
-            "mfu": achieved / peak, "batch_size": batch_size, "precision": precision}
+    return {
+        "flops_per_step": flops,
+        "images_per_s": images_per_s,
+        "achieved_flops": achieved,
+        "peak_flops": peak,
+        "mfu": achieved / peak,
+        "batch_size": batch_size,
+        "precision": precision,
+    }
 
 
 @while_working(lambda device="cpu", world_size=2, *a, **k: f"{world_size} ranks: all-reduce at each message size")
@@ -229,8 +283,14 @@ def allreduce_rows(device="cpu", world_size=2, sizes_mb=(1, 4, 16, 64), timeout=
         raise ValueError(f"world_size={world_size}: an all-reduce moves nothing on one rank; use 2 or more")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "busbw.json"
-        result = runner.run_distributed(module="trainlab.memory.busbw", nproc=world_size, timeout=timeout, retry_crash=True,
-                                        stream=False, args=[out, "--device", str(device), "--sizes-mb", *sizes_mb])
+        result = runner.run_distributed(
+            module="trainlab.memory.busbw",
+            nproc=world_size,
+            timeout=timeout,
+            retry_crash=True,
+            stream=False,
+            args=[out, "--device", str(device), "--sizes-mb", *sizes_mb],
+        )
         if not result.ok:
             raise RuntimeError(f"the all-reduce launch failed: {result.error}")
         return json.loads(out.read_text())
@@ -249,6 +309,7 @@ def published_rows():
     def figure(gpu, field):
         key = f"{gpu}-{field}"
         return None if key not in known else published.link(key) if known[key].direction else known[key]
+
     return [{"gpu": gpu, **{field: figure(gpu, field) for field in FIELDS}} for gpu in GPUS]
 
 
@@ -259,5 +320,9 @@ def consequences(row, model_params=70e9, bytes_per_param=16):
     memory = row["memory"].value * 1e9
     ridge_bf16 = row["bf16"].value * 1e12 / (row["hbm-bandwidth"].value * 1e12)
     slice_bytes = row["mig-slice"].value * 1e9 if row["mig-slice"] else None
-    return {"gpu": row["gpu"], "ridge_bf16": ridge_bf16, "gpus_for_states": -(-model_params * bytes_per_param // memory),
-            "params_per_mig_slice": slice_bytes / bytes_per_param if slice_bytes else None}
+    return {
+        "gpu": row["gpu"],
+        "ridge_bf16": ridge_bf16,
+        "gpus_for_states": -(-model_params * bytes_per_param // memory),
+        "params_per_mig_slice": slice_bytes / bytes_per_param if slice_bytes else None,
+    }

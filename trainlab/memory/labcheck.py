@@ -41,6 +41,7 @@ def _measure_one(forward, model, params, batch):
     """(peak bytes, FLOPs, gradients by parameter) of a step through forward. Peak and FLOPs come
     from two calls: under FlopCounterMode (a dispatch mode) checkpointing holds more than it does
     in training, so it would distort the peak."""
+
     def step():
         F.cross_entropy(forward(model, batch[0]), batch[1]).backward()
 
@@ -70,16 +71,27 @@ def measure(forward, device="cpu"):
     torch.nn.init.normal_(model.head.weight, std=0.02)
     names, params = zip(*model.named_parameters())  # captured before the learner's forward may wrap blocks
     gen = torch.Generator().manual_seed(0)
-    batch = (torch.randn(BATCH, 3, 32, 32, generator=gen).to(device),
-             torch.randint(0, 10, (BATCH,), generator=gen).to(device))
+    batch = (
+        torch.randn(BATCH, 3, 32, 32, generator=gen).to(device),
+        torch.randint(0, 10, (BATCH,), generator=gen).to(device),
+    )
     plain_peak, plain_flops, plain_grads = _measure_one(plain_forward, model, params, batch)
     peak, flops, grads = _measure_one(forward, model, params, batch)
     missing = [n for n, g in zip(names, grads) if g is None]
-    diff = max((float((g - ref).norm() / ref.norm().clamp_min(1e-30)) for g, ref in zip(grads, plain_grads)
-                if g is not None), default=0.0)
-    return {"peak_bytes": peak, "plain_peak_bytes": plain_peak, "peak_ratio": peak / plain_peak,
-            "flops": flops, "plain_flops": plain_flops, "flops_ratio": flops / plain_flops,
-            "grad_diff": diff, "missing_grads": missing}
+    diff = max(
+        (float((g - ref).norm() / ref.norm().clamp_min(1e-30)) for g, ref in zip(grads, plain_grads) if g is not None),
+        default=0.0,
+    )
+    return {
+        "peak_bytes": peak,
+        "plain_peak_bytes": plain_peak,
+        "peak_ratio": peak / plain_peak,
+        "flops": flops,
+        "plain_flops": plain_flops,
+        "flops_ratio": flops / plain_flops,
+        "grad_diff": diff,
+        "missing_grads": missing,
+    }
 
 
 def main(lab, script, out):

@@ -34,8 +34,9 @@ def plot_checkpointing(rows, predicted, depth):
     ax_work.plot(ks, [r["flops_ratio"] for r in full], "o-", label="FLOPs (FlopCounterMode)")
     ax_work.plot(ks, [r["time_ratio"] for r in full], "s-", label="time (median step)")
     ax_work.axhline(4 / 3, color="gray", ls=":", lw=1, label="one extra forward (4/3)")
-    ax_work.set(xscale="log", xlabel="blocks per checkpointed segment (k)", ylabel="x no checkpointing",
-                title="extra work")
+    ax_work.set(
+        xscale="log", xlabel="blocks per checkpointed segment (k)", ylabel="x no checkpointing", title="extra work"
+    )
     ax_work.set_xticks(ks, [str(k) for k in ks])
     ax_work.legend(fontsize=7)
     return _done(fig)
@@ -49,8 +50,12 @@ def plot_gradient_magnitudes(log10_magnitudes, formats):
     for row in formats:
         if row["format"] in styles:
             for key, ls in (("smallest_normal", "--"), ("smallest_subnormal", ":")):
-                ax.axvline(math.log10(row[key]), color=styles[row["format"]], ls=ls,
-                           label=f"{row['format']} {key.replace('_', ' ')}")
+                ax.axvline(
+                    math.log10(row[key]),
+                    color=styles[row["format"]],
+                    ls=ls,
+                    label=f"{row['format']} {key.replace('_', ' ')}",
+                )
     ax.set(xlabel="log10 |gradient entry|", ylabel="entries", title="The workbook CNN's gradients against the formats")
     ax.set_xlim(-45, 1)
     ax.legend(fontsize=7)
@@ -61,11 +66,18 @@ def plot_underflow(rows):
     """Share of gradient entries zeroed against the loss weight, per precision."""
     fig, ax = plt.subplots(figsize=(7, 3.2))
     weights = [r["loss_weight"] for r in rows]
-    for key, label in (("fp16", "fp16, no loss scale"), ("fp16_scaled", "fp16, loss scaled by 2^16"),
-                       ("bf16", "bf16, no loss scale")):
+    for key, label in (
+        ("fp16", "fp16, no loss scale"),
+        ("fp16_scaled", "fp16, loss scaled by 2^16"),
+        ("bf16", "bf16, no loss scale"),
+    ):
         ax.plot(weights, [100 * r[key] for r in rows], "o-", label=label)
-    ax.set(xscale="log", xlabel="loss weight (smaller: smaller gradients)",
-           ylabel="% of gradient entries zeroed\n(where fp32 has a value)", title="Silent underflow in an fp16 backward")
+    ax.set(
+        xscale="log",
+        xlabel="loss weight (smaller: smaller gradients)",
+        ylabel="% of gradient entries zeroed\n(where fp32 has a value)",
+        title="Silent underflow in an fp16 backward",
+    )
     ax.invert_xaxis()
     ax.legend(fontsize=8)
     return _done(fig)
@@ -100,10 +112,22 @@ def plot_roofline(ops, peak_flops, bandwidth, published_ridges=()):
     ax.axvline(ridge, color="k", ls=":", lw=1, label=f"ridge here: {ridge:.0f} FLOPs/byte")
     for i, (name, value) in enumerate(sorted(published_ridges, key=lambda r: r[1])):
         ax.axvline(value, color="tab:purple", ls="--", lw=0.8, alpha=0.7)  # labels stepped up: close ridges overlap
-        ax.text(value, peak_flops * 1.2 * 1.6 ** i, f"{name} (published)", fontsize=6, ha="center", color="tab:purple",
-                bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.8))
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="FLOP/s",
-           title="Roofline: the ViT step's operators on this machine")
+        ax.text(
+            value,
+            peak_flops * 1.2 * 1.6**i,
+            f"{name} (published)",
+            fontsize=6,
+            ha="center",
+            color="tab:purple",
+            bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.8),
+        )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="arithmetic intensity (FLOPs per byte moved)",
+        ylabel="FLOP/s",
+        title="Roofline: the ViT step's operators on this machine",
+    )
     ax.set_ylim(top=peak_flops * 1.2 * 1.6 ** max(len(published_ridges), 1) * 1.5)
     ax.legend(fontsize=7, loc="lower right")
     return _done(fig)
@@ -116,15 +140,19 @@ def plot_asynchronous(result):
         times, losses = zip(*run["curve"])
         ax_loss.plot(times, losses, lw=1.2, label=run["scheme"])
     ax_loss.axhline(result["target"], color="gray", ls=":", lw=1, label="target")
-    ax_loss.set(xlabel="simulated time (units of a fast worker's gradient)", ylabel="held-out loss",
-                title="loss against time, the same gradients computed")
+    ax_loss.set(
+        xlabel="simulated time (units of a fast worker's gradient)",
+        ylabel="held-out loss",
+        title="loss against time, the same gradients computed",
+    )
     ax_loss.legend(fontsize=7)
     for run in result["runs"]:
         if run["max_staleness"]:
             top = run["max_staleness"]
             ax_stale.hist(run["staleness"], bins=range(top + 2), alpha=0.5, label=run["scheme"])
-    ax_stale.set(xlabel="staleness (updates applied since the worker read the weights)", ylabel="gradients",
-                 title="staleness")
+    ax_stale.set(
+        xlabel="staleness (updates applied since the worker read the weights)", ylabel="gradients", title="staleness"
+    )
     ax_stale.legend(fontsize=7)
     return _done(fig)
 
@@ -135,7 +163,9 @@ def plot_scaler(growing, unscaled, scaled):
     fig, (ax_scale, ax_zero) = plt.subplots(1, 2, figsize=(10, 3.2))
     ax_scale.plot([math.log2(s) for s in growing["scales"]], lw=1.2, label=f"loss weight {growing['loss_weight']:g}")
     skips = [i for i, skip in enumerate(growing["skipped"]) if skip]
-    ax_scale.plot(skips, [math.log2(growing["scales"][i]) for i in skips], "rv", label="inf found: step skipped, scale halved")
+    ax_scale.plot(
+        skips, [math.log2(growing["scales"][i]) for i in skips], "rv", label="inf found: step skipped, scale halved"
+    )
     ax_scale.set(xlabel="step", ylabel="log2 of the loss scale", title="GradScaler's scale")
     ax_scale.legend(fontsize=7)
     for run, label in ((unscaled, "no scaler"), (scaled, "GradScaler")):
@@ -151,10 +181,16 @@ def plot_zero(rows, world_size):
     fig, (ax_mem, ax_comm) = plt.subplots(1, 2, figsize=(11, 1.6 + 0.55 * len(rows)))
     labels = [r["run"] for r in rows]
     y = range(len(rows))
-    ax_mem.barh([i + 0.2 for i in y], [r["peak MiB/rank"] for r in rows], 0.4, color="tab:purple",
-                label="peak during forward + backward")
-    ax_mem.barh([i - 0.2 for i in y], [r["state MiB/rank"] for r in rows], 0.4, color="tab:blue",
-                label="model states at rest")
+    ax_mem.barh(
+        [i + 0.2 for i in y],
+        [r["peak MiB/rank"] for r in rows],
+        0.4,
+        color="tab:purple",
+        label="peak during forward + backward",
+    )
+    ax_mem.barh(
+        [i - 0.2 for i in y], [r["state MiB/rank"] for r in rows], 0.4, color="tab:blue", label="model states at rest"
+    )
     ax_mem.plot([r["planned MiB/rank"] for r in rows], [i - 0.2 for i in y], "k|", ms=14, mew=2, label="planner")
     ax_mem.set_yticks(list(y), labels)
     ax_mem.set(xlabel="MiB per rank", title=f"memory, {world_size} ranks")

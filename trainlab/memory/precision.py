@@ -29,8 +29,14 @@ from trainlab.models import ModelConfig, build_model
 FORMATS = ("float32", "tf32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 # exponent and stored-mantissa bits (tf32 is not a storage type: fp32's range with fp16's mantissa,
 # used inside tensor-core matmuls)
-BITS = {"float32": (8, 23), "tf32": (8, 10), "bfloat16": (8, 7), "float16": (5, 10), "float8_e4m3fn": (4, 3),
-        "float8_e5m2": (5, 2)}
+BITS = {
+    "float32": (8, 23),
+    "tf32": (8, 10),
+    "bfloat16": (8, 7),
+    "float16": (5, 10),
+    "float8_e4m3fn": (4, 3),
+    "float8_e5m2": (5, 2),
+}
 
 
 def formats():
@@ -42,11 +48,11 @@ def formats():
         exponent, mantissa = BITS[name]
         if name == "tf32":
             info = torch.finfo(torch.float32)
-            row = {"bits": 19, "max": info.max, "smallest_normal": info.smallest_normal, "eps": 2.0 ** -mantissa}
+            row = {"bits": 19, "max": info.max, "smallest_normal": info.smallest_normal, "eps": 2.0**-mantissa}
         else:
             info = torch.finfo(getattr(torch, name))
             row = {"bits": info.bits, "max": info.max, "smallest_normal": info.smallest_normal, "eps": info.eps}
-        row["smallest_subnormal"] = row["smallest_normal"] * 2.0 ** -mantissa
+        row["smallest_subnormal"] = row["smallest_normal"] * 2.0**-mantissa
         rows.append({"format": name, "exponent_bits": exponent, "mantissa_bits": mantissa, **row})
     return rows
 
@@ -93,17 +99,22 @@ def lost_share(grads, reference):
     return float(((grads == 0) & alive).sum() / alive.sum().clamp_min(1))
 
 
-def underflow_sweep(model, batch, weights=(1.0, 1e-2, 1e-4, 1e-6), scale=2.0 ** 16):
+def underflow_sweep(model, batch, weights=(1.0, 1e-2, 1e-4, 1e-6), scale=2.0**16):
     """For gradients made smaller and smaller (the loss times `weight`, as a loss averaged over
     more elements or an auxiliary loss weight does): the share of gradient entries that an fp16
     backward zeroes, without and with a loss scale (GradScaler's initial 2^16), and a bf16 one."""
     rows = []
     for weight in progress(weights, desc="backward in fp32, fp16, fp16 x 2^16 and bf16 at each loss weight"):
         reference = gradients(model, batch, None, weight)
-        rows.append({"loss_weight": weight, "median_abs_grad": float(reference[reference != 0].abs().median()),
-                     "fp16": lost_share(gradients(model, batch, torch.float16, weight), reference),
-                     "fp16_scaled": lost_share(gradients(model, batch, torch.float16, weight, scale), reference),
-                     "bf16": lost_share(gradients(model, batch, torch.bfloat16, weight), reference)})
+        rows.append(
+            {
+                "loss_weight": weight,
+                "median_abs_grad": float(reference[reference != 0].abs().median()),
+                "fp16": lost_share(gradients(model, batch, torch.float16, weight), reference),
+                "fp16_scaled": lost_share(gradients(model, batch, torch.float16, weight, scale), reference),
+                "bf16": lost_share(gradients(model, batch, torch.bfloat16, weight), reference),
+            }
+        )
     return rows
 
 
@@ -134,15 +145,19 @@ def train(weights="fp32", steps=300, lr=1e-4, optimizer="adamw", seed=0, device=
     model = build_model(ModelConfig()).to(device)
     if weights == "bf16":
         model = model.to(torch.bfloat16)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr) if optimizer == "adamw" else \
-        torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    opt = (
+        torch.optim.AdamW(model.parameters(), lr=lr)
+        if optimizer == "adamw"
+        else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    )
     losses, lost = [], []
     batches = iter(loader)
     for _ in range(steps):
         x, y = next(batches)
         x = x.to(torch.bfloat16) if weights == "bf16" else x
-        with torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16,
-                            enabled=weights == "bf16-autocast"):
+        with torch.autocast(
+            device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=weights == "bf16-autocast"
+        ):
             loss = F.cross_entropy(model(x).float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -170,7 +185,7 @@ def scaler_run(loss_weight, scaled, steps=300, lr=0.05, growth_interval=20, seed
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(train_x.shape[1], 256), torch.nn.GELU(), torch.nn.Linear(256, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=lr / loss_weight, momentum=0.9)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16, growth_interval=growth_interval, enabled=scaled)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=growth_interval, enabled=scaled)
     gen = torch.Generator().manual_seed(seed)
     scales, zero_shares, skipped = [], [], []
     for _ in range(steps):
@@ -188,5 +203,11 @@ def scaler_run(loss_weight, scaled, steps=300, lr=0.05, growth_interval=20, seed
         skipped.append(scaled and scales[-1] < before)  # the scaler halves its scale on a skipped step
     with torch.no_grad():
         held_out = float(F.cross_entropy(model(test_x), test_y))
-    return {"loss_weight": loss_weight, "scaled": scaled, "scales": scales, "zero_shares": zero_shares,
-            "skipped": skipped, "held_out_loss": held_out}
+    return {
+        "loss_weight": loss_weight,
+        "scaled": scaled,
+        "scales": scales,
+        "zero_shares": zero_shares,
+        "skipped": skipped,
+        "held_out_loss": held_out,
+    }

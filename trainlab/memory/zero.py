@@ -137,11 +137,19 @@ def zero_stage(ctx, options, out):
         optimizer.zero_grad(set_to_none=True)
         losses.append(_mean_loss(ctx, result["loss"]))
 
-    result = {"mode": mode, "checkpoint": checkpointed, "world_size": ctx.world_size, "params": params,
-              "losses": losses, "step_s": statistics.median(seconds[3:]),  # not the instrumented step
-              "state_bytes": launches.gather(ctx, states["total"]), "peak_bytes": launches.gather(ctx, peaks[0]),
-              "send_bytes": send, "expected_send_bytes": planner.comm_formula(params, ctx.world_size, PASSES[mode]),
-              "planned_state_bytes": planner.plan(params, ctx.world_size, PLANNED[mode], "fp32", "adamw")["device_total"]}
+    result = {
+        "mode": mode,
+        "checkpoint": checkpointed,
+        "world_size": ctx.world_size,
+        "params": params,
+        "losses": losses,
+        "step_s": statistics.median(seconds[3:]),  # not the instrumented step
+        "state_bytes": launches.gather(ctx, states["total"]),
+        "peak_bytes": launches.gather(ctx, peaks[0]),
+        "send_bytes": send,
+        "expected_send_bytes": planner.comm_formula(params, ctx.world_size, PASSES[mode]),
+        "planned_state_bytes": planner.plan(params, ctx.world_size, PLANNED[mode], "fp32", "adamw")["device_total"],
+    }
     if options.get("save"):
         result["save"] = save_costs(ctx, net, optimizer, out)
     return result
@@ -167,8 +175,9 @@ def save_costs(ctx, net, optimizer, out):
     written = {p.name: p.stat().st_size for p in folder.iterdir() if p.suffix == ".distcp"}  # one file per rank
 
     def full():
-        model_sd, optim_sd = get_state_dict(net, optimizer,
-                                            options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        model_sd, optim_sd = get_state_dict(
+            net, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
         if ctx.is_main:
             path = out.with_name(out.name + "-full.pt")
             torch.save({"model": model_sd, "optim": optim_sd}, path)
@@ -177,19 +186,32 @@ def save_costs(ctx, net, optimizer, out):
 
     full_s, full_path = timed(full)
     full_path = launches.gather(ctx, full_path and str(full_path))[0]
-    return {"sharded_s": sharded_s, "sharded_bytes_per_rank": [written[k] for k in sorted(written)],
-            "full_s": full_s, "full_bytes_on_rank0": Path(full_path).stat().st_size, "full_path": full_path,
-            "sharded_folder": str(folder)}
+    return {
+        "sharded_s": sharded_s,
+        "sharded_bytes_per_rank": [written[k] for k in sorted(written)],
+        "full_s": full_s,
+        "full_bytes_on_rank0": Path(full_path).stat().st_size,
+        "full_path": full_path,
+        "sharded_folder": str(folder),
+    }
 
 
 def configs(steps=5, depth=8, save=True):
     """The runs `compare` launches, by name."""
     base = {"kind": "trainlab.memory.zero:zero_stage", "steps": steps, "depth": depth}
-    return {"ddp": {**base, "mode": "ddp", "save": save}, "zero3": {**base, "mode": "zero3", "save": save},
-            "zero2": {**base, "mode": "zero2"}, "zero3_checkpointed": {**base, "mode": "zero3", "checkpoint": True}}
+    return {
+        "ddp": {**base, "mode": "ddp", "save": save},
+        "zero3": {**base, "mode": "zero3", "save": save},
+        "zero2": {**base, "mode": "zero2"},
+        "zero3_checkpointed": {**base, "mode": "zero3", "checkpoint": True},
+    }
 
 
-@while_working(lambda world_size=2, *a, **k: f"{world_size} ranks: DDP, ZeRO-3, ZeRO-2 traffic, ZeRO-3 + checkpointing; memory and bytes")
+@while_working(
+    lambda world_size=2, *a, **k: (
+        f"{world_size} ranks: DDP, ZeRO-3, ZeRO-2 traffic, ZeRO-3 + checkpointing; memory and bytes"
+    )
+)
 def compare(world_size=2, folder=".", device="cpu", steps=5, depth=8, save=True, timeout=600.0):
     """Every run of `configs` in one launch of world_size ranks: {name: result}."""
     return launches.run(configs(steps, depth, save), world_size, folder, device=device, timeout=timeout)
@@ -220,26 +242,43 @@ def checkpoint_rows(results):
         if "save" not in r:
             continue
         s = r["save"]
-        out.append({"run": name, "sharded MiB/rank": max(s["sharded_bytes_per_rank"]) / 2**20,
-                    "planned MiB/rank": 12 * r["params"] / r["world_size"] / 2**20, "sharded s": s["sharded_s"],
-                    "full MiB on rank 0": s["full_bytes_on_rank0"] / 2**20, "planned full MiB": 12 * r["params"] / 2**20,
-                    "full s": s["full_s"]})
+        out.append(
+            {
+                "run": name,
+                "sharded MiB/rank": max(s["sharded_bytes_per_rank"]) / 2**20,
+                "planned MiB/rank": 12 * r["params"] / r["world_size"] / 2**20,
+                "sharded s": s["sharded_s"],
+                "full MiB on rank 0": s["full_bytes_on_rank0"] / 2**20,
+                "planned full MiB": 12 * r["params"] / 2**20,
+                "full s": s["full_s"],
+            }
+        )
     return out
 
 
-LABELS = {"ddp": "DDP", "zero3": "FSDP2 (ZeRO-3)", "zero2": "FSDP2 kept gathered (ZeRO-2's traffic)",
-          "zero3_checkpointed": "FSDP2 (ZeRO-3) + checkpointing"}  # what each run is, in the table and the plot
+LABELS = {
+    "ddp": "DDP",
+    "zero3": "FSDP2 (ZeRO-3)",
+    "zero2": "FSDP2 kept gathered (ZeRO-2's traffic)",
+    "zero3_checkpointed": "FSDP2 (ZeRO-3) + checkpointing",
+}  # what each run is, in the table and the plot
 
 
 def rows(results):
     """One row per run: measured against planned model states and bytes sent, peak, step time."""
     out = []
     for name, r in results.items():
-        out.append({"run": LABELS.get(name, name), "state MiB/rank": max(r["state_bytes"]) / 2**20,
-                    "planned MiB/rank": r["planned_state_bytes"] / 2**20,
-                    "peak MiB/rank": max(r["peak_bytes"]) / 2**20,
-                    "sent MiB/step": r["send_bytes"] / 2**20, "ring model MiB": r["expected_send_bytes"] / 2**20,
-                    "step ms": 1e3 * r["step_s"]})
+        out.append(
+            {
+                "run": LABELS.get(name, name),
+                "state MiB/rank": max(r["state_bytes"]) / 2**20,
+                "planned MiB/rank": r["planned_state_bytes"] / 2**20,
+                "peak MiB/rank": max(r["peak_bytes"]) / 2**20,
+                "sent MiB/step": r["send_bytes"] / 2**20,
+                "ring model MiB": r["expected_send_bytes"] / 2**20,
+                "step ms": 1e3 * r["step_s"],
+            }
+        )
     return out
 
 
@@ -254,9 +293,14 @@ def stage_rows(results):
         plan = planner.plan(params, world_size, strategy, "fp32", "adamw")
         run = results.get(MEASURED_AS.get(strategy, ""))
         same_memory = run is not None and PLANNED[run["mode"]] == strategy
-        out.append({"strategy": strategy, "planned MiB/rank": plan["device_total"] / 2**20,
-                    "measured MiB/rank": max(run["state_bytes"]) / 2**20 if same_memory else None,
-                    "planned sent MiB": planner.comm_formula(params, world_size, PASSES[strategy]) / 2**20,
-                    "measured sent MiB": run["send_bytes"] / 2**20 if run else None,
-                    "CPU MiB/rank": plan["cpu_total"] / 2**20})
+        out.append(
+            {
+                "strategy": strategy,
+                "planned MiB/rank": plan["device_total"] / 2**20,
+                "measured MiB/rank": max(run["state_bytes"]) / 2**20 if same_memory else None,
+                "planned sent MiB": planner.comm_formula(params, world_size, PASSES[strategy]) / 2**20,
+                "measured sent MiB": run["send_bytes"] / 2**20 if run else None,
+                "CPU MiB/rank": plan["cpu_total"] / 2**20,
+            }
+        )
     return out

@@ -30,8 +30,11 @@ def cpu_quota():
     """Cores' worth of CPU time this process's cgroup may use (v2 cpu.max, v1 cpu.cfs_quota_us over its period);
     None without a quota. Inside a v2 cgroup namespace the process's own path is the root: "/"."""
     v1 = own_path("cpu")
-    files = ([ROOT / "cpu" / v1 / "cpu.cfs_quota_us", ROOT / "cpu" / v1 / "cpu.cfs_period_us"] if v1 is not None
-             else [ROOT / (own_path("") or "") / "cpu.max"])
+    files = (
+        [ROOT / "cpu" / v1 / "cpu.cfs_quota_us", ROOT / "cpu" / v1 / "cpu.cfs_period_us"]
+        if v1 is not None
+        else [ROOT / (own_path("") or "") / "cpu.max"]
+    )
     try:
         numbers = " ".join(f.read_text() for f in files).split()
         quota, period = int(numbers[0]), int(numbers[1])

@@ -31,8 +31,13 @@ def explain(before, returncode, output=""):
     if after is None or after <= before:
         return None
     _, limit = memory_files()
-    reached = (f"the processes here (one memory cgroup) reached their limit of {limit // 2**20} MB" if limit
-               else "the machine ran out of memory")
-    return (f"stopped by the out-of-memory killer ({after - before} process(es) killed while it ran): {reached}. "
-            f"A run that keeps every step's tensors (a list of losses rather than loss.item(), a graph kept alive) "
-            f"grows until this happens; if yours does not, shut down other notebooks' kernels and run it again")
+    reached = (
+        f"the processes here (one memory cgroup) reached their limit of {limit // 2**20} MB"
+        if limit
+        else "the machine ran out of memory"
+    )
+    return (
+        f"stopped by the out-of-memory killer ({after - before} process(es) killed while it ran): {reached}. "
+        f"A run that keeps every step's tensors (a list of losses rather than loss.item(), a graph kept alive) "
+        f"grows until this happens; if yours does not, shut down other notebooks' kernels and run it again"
+    )

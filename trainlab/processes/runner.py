@@ -88,8 +88,9 @@ def child_env(extra=None):
     return env
 
 
-def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, env=None, stream=True, cwd=None,
-               watchdog=None):
+def run_python(
+    path=None, *, source=None, module=None, args=(), timeout=60.0, env=None, stream=True, cwd=None, watchdog=None
+):
     """Run a Python file, source text or module (-m) in a child interpreter; return a Result.
     watchdog, if given, is called about twice a second; a non-empty string it returns stops the
     child as if it had run out of time, with that string as the reason."""
@@ -107,8 +108,19 @@ def run_python(path=None, *, source=None, module=None, args=(), timeout=60.0, en
     return result
 
 
-def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, env=None, stream=True,
-                    max_restarts=0, cwd=None, retry_crash=False):
+def run_distributed(
+    script=None,
+    *,
+    nproc,
+    module=None,
+    args=(),
+    timeout=120.0,
+    env=None,
+    stream=True,
+    max_restarts=0,
+    cwd=None,
+    retry_crash=False,
+):
     """Launch a script file (or a module, -m) on nproc local ranks with torch.distributed.run;
     return a Result.
 
@@ -123,10 +135,17 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
     if not isinstance(nproc, int) or nproc < 1:
         raise ValueError(f"nproc={nproc!r}: the number of ranks must be an integer >= 1")
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-        f"--max-restarts={max_restarts}", "--tee=3",  # prefix every line with its rank
-        *_target(script, module), *map(str, args),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        f"--max-restarts={max_restarts}",
+        "--tee=3",  # prefix every line with its rank
+        *_target(script, module),
+        *map(str, args),
     ]
+
     def launch():
         return _name_failed_rank(run_command(cmd, timeout=timeout, env=_rank_env(env), stream=stream, cwd=cwd))
 
@@ -135,8 +154,10 @@ def run_distributed(script=None, *, nproc, module=None, args=(), timeout=120.0, 
     if crash is None:
         return result
     rank, sig = crash
-    notice = (f"trainlab: rank {rank} was killed by {sig.name} with no Python error - a crash inside torch, "
-              f"not in {script or module}; launching once more")
+    notice = (
+        f"trainlab: rank {rank} was killed by {sig.name} with no Python error - a crash inside torch, "
+        f"not in {script or module}; launching once more"
+    )
     print(notice, file=_child_output or sys.stdout, flush=True)
     _record_crash(cmd, rank, sig, result)
     if callable(retry_crash):
@@ -155,24 +176,43 @@ def _record_crash(cmd, rank, sig, result):
     if not path:
         return
     tail = rank_output(result.output, rank).splitlines()[-40:]
-    entry = {"time": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(map(str, cmd[3:])), "rank": rank,
-             "signal": sig.name, "error": result.error, "last_lines": tail}
+    entry = {
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(map(str, cmd[3:])),
+        "rank": rank,
+        "signal": sig.name,
+        "error": result.error,
+        "last_lines": tail,
+    }
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
 
 
-def run_multinode(script=None, *, nnodes, nproc_per_node=1, module=None, args=(), timeout=120.0, env=None,
-                  stream=True, cwd=None):
+def run_multinode(
+    script=None, *, nnodes, nproc_per_node=1, module=None, args=(), timeout=120.0, env=None, stream=True, cwd=None
+):
     """Run nnodes torchrun agents on this machine, joined by c10d rendezvous on 127.0.0.1 -
     what `--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT` does across machines.
     Returns one Result per agent (agent 0's output streams)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc_per_node}",
-           "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=trainlab-{port}", "--tee=3",
-           *_target(script, module), *map(str, args)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={nproc_per_node}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}",
+        f"--rdzv-id=trainlab-{port}",
+        "--tee=3",
+        *_target(script, module),
+        *map(str, args),
+    ]
     with concurrent.futures.ThreadPoolExecutor(nnodes) as pool:
-        futures = [pool.submit(run_command, cmd, timeout=timeout, env=_rank_env(env), stream=stream and node == 0,
-                               cwd=cwd) for node in range(nnodes)]
+        futures = [
+            pool.submit(run_command, cmd, timeout=timeout, env=_rank_env(env), stream=stream and node == 0, cwd=cwd)
+            for node in range(nnodes)
+        ]
         return [_name_failed_rank(f.result()) for f in futures]
 
 
@@ -210,12 +250,19 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
     """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
     (or when watchdog() returns a reason)."""
     start, oom_kills = time.perf_counter(), oom.kills()
-    if warmstart.enabled() and warmstart.parse(cmd) and warmstart.agrees(env):  # forked from a server with torch imported
+    if (
+        warmstart.enabled() and warmstart.parse(cmd) and warmstart.agrees(env)
+    ):  # forked from a server with torch imported
         proc = output = warmstart.WarmChild(cmd, env, cwd)
     else:
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
         )
         output = _PipeOutput(proc.stdout)
     chunks, stopped = [], ""
@@ -239,7 +286,10 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
             proc.kill_session()
         result.killed_from_outside = oom.explain(oom_kills, result.returncode, output) or (
             "the warm-start server that forked it (torch imported once for every child) was killed while it ran, "
-            "and the child with it; the next run starts a new server" if lost else "")
+            "and the child with it; the next run starts a new server"
+            if lost
+            else ""
+        )
     if stopped and stopped is not True:
         result.error = stopped
     return result

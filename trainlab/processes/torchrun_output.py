@@ -58,7 +58,7 @@ WAITED = re.compile(LEFT_WAITING, re.I)  # another rank never joined, or joined 
 def failed_ranks(output):
     """[(rank, exit code)] from torchrun's failure summary: the root cause (the first failure it
     observed) first, then the other failures."""
-    summary = output[output.rfind("Failures:"):] if "Failures:" in output else output
+    summary = output[output.rfind("Failures:") :] if "Failures:" in output else output
     root = summary.find("Root Cause")
     found = [(int(r), int(c)) for r, c in FAILURE.findall(summary[root:] if root >= 0 else "")]
     found += [(int(r), int(c)) for r, c in FAILURE.findall(summary[:root] if root >= 0 else summary)]
@@ -75,7 +75,7 @@ def failed_rank(output):
 def rank_output(output, rank):
     """The lines one local rank printed (torchrun's --tee prefix is [default<rank>]:)."""
     prefix = f"[default{rank}]:"
-    lines = [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
+    lines = [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
     return "\n".join(re.sub(r"^\[rank\d+\]:\s?", "", line) for line in lines)
 
 

@@ -34,7 +34,7 @@ PRELOAD = ["torch", "torch._dynamo", "torch.distributed.run"]
 
 # Runs in the forked child (exec'd from the builtins, so the server never imports trainlab: a
 # long-lived notebook kernel's children get the package as it is on disk now).
-_CHILD = r'''
+_CHILD = r"""
 import atexit, faulthandler, io, os, runpy, sys, traceback
 if os.getsid(0) != os.getpid():  # a rank forked by a warm launcher is already its session's leader
     os.setsid()
@@ -102,7 +102,7 @@ finally:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-'''
+"""
 
 
 def enabled():
@@ -194,8 +194,14 @@ def _without_main():
 def _spec(module, argv, env, cwd):
     """What _CHILD needs to become `python [-m module] argv...` run in cwd with env."""
     site = [p for p in sys.path if "site-packages" in p or p.startswith(sys.base_prefix)]
-    return {"env": dict(env), "cwd": cwd, "argv": argv, "module": module,
-            "first": cwd if module else os.path.dirname(os.path.join(cwd, argv[0])), "site": site}
+    return {
+        "env": dict(env),
+        "cwd": cwd,
+        "argv": argv,
+        "module": module,
+        "first": cwd if module else os.path.dirname(os.path.join(cwd, argv[0])),
+        "site": site,
+    }
 
 
 class WarmChild:
@@ -210,8 +216,11 @@ class WarmChild:
         fd, self.log = tempfile.mkstemp(prefix="trainlab-child-", suffix=".log")
         os.close(fd)
         self._reader = open(self.log, "rb")
-        spec = dict(_spec(module, argv, env if env is not None else os.environ, cwd), log=self.log,
-                    warm_ranks=__file__ if module == "torch.distributed.run" else None)
+        spec = dict(
+            _spec(module, argv, env if env is not None else os.environ, cwd),
+            log=self.log,
+            warm_ranks=__file__ if module == "torch.distributed.run" else None,
+        )
         self._process = _server().Process(target=exec, args=(_CHILD, {"__name__": "__trainlab_child__", "spec": spec}))
         with _without_main():
             self._process.start()
@@ -303,8 +312,10 @@ def fork_ranks():
         target = parse([args[0], *args[2:]] if args[1:2] == ["-u"] else args)
         if target is None or not alive[0]:
             return popen(handler, args, env)
-        rank = dict(_spec(*target, env, os.getcwd()), redirect={
-            fd: f.name for fd, f in ((1, handler._stdout), (2, handler._stderr)) if f is not None})
+        rank = dict(
+            _spec(*target, env, os.getcwd()),
+            redirect={fd: f.name for fd, f in ((1, handler._stdout), (2, handler._stderr)) if f is not None},
+        )
         with lock:
             try:
                 launcher.send(rank)

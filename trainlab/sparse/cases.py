@@ -55,23 +55,38 @@ def main(out_path, device="cpu", exactness_only=False):
     ctx = init(device, timeout_s=60)
     rank, size = ctx.rank, ctx.world_size
     exact = {name: fn for name, fn in EXACT.items() if name != "gloo_sparse" or ctx.backend == "gloo"}
-    algorithms = {**exact, "recursive_doubling_dense": lambda x, **kw: recursive_doubling.allreduce(
-        x, dense_threshold=0.0, **kw)}
+    algorithms = {
+        **exact,
+        "recursive_doubling_dense": lambda x, **kw: recursive_doubling.allreduce(x, dense_threshold=0.0, **kw),
+    }
     results = {"world_size": size, "backend": ctx.backend, "device": str(ctx.device), "exactness": [], "traffic": []}
-    cases = [("uneven", dict(D=5000, k=300)), ("duplicates", dict(D=200, k=150)), ("empty_rank", dict(D=3000, k=200)),
-             ("identical", dict(D=3000, k=200)), ("disjoint", dict(D=3000, k=200)),
-             ("rows", dict(D=1000, k=100, row=(4,))), ("float", dict(D=5000, k=400, integer=False))]
+    cases = [
+        ("uneven", dict(D=5000, k=300)),
+        ("duplicates", dict(D=200, k=150)),
+        ("empty_rank", dict(D=3000, k=200)),
+        ("identical", dict(D=3000, k=200)),
+        ("disjoint", dict(D=3000, k=200)),
+        ("rows", dict(D=1000, k=100, row=(4,))),
+        ("float", dict(D=5000, k=400, integer=False)),
+    ]
     for seed, (kind, spec) in enumerate(cases):
         x = gradient(rank, size, kind=kind, seed=seed, **spec).to(ctx.device)
         expected = EXACT["dense"](x)
         for name, fn in algorithms.items():
             got = densify(fn(x))
             err = float((got - expected).abs().max()) if got.shape == expected.shape else float("inf")
-            results["exactness"].append({"case": kind, "algorithm": name, "max_abs_error": err,
-                                         "integer": spec.get("integer", True)})
+            results["exactness"].append(
+                {"case": kind, "algorithm": name, "max_abs_error": err, "integer": spec.get("integer", True)}
+            )
             mean = densify(fn(x, average=True))
-            results["exactness"].append({"case": kind + "_mean", "algorithm": name, "integer": False,
-                                         "max_abs_error": float((mean - expected / size).abs().max())})
+            results["exactness"].append(
+                {
+                    "case": kind + "_mean",
+                    "algorithm": name,
+                    "integer": False,
+                    "max_abs_error": float((mean - expected / size).abs().max()),
+                }
+            )
     if exactness_only:
         _write(rank, out_path, results)
         shutdown(exit_process=True)
@@ -82,12 +97,29 @@ def main(out_path, device="cpu", exactness_only=False):
         for name, fn in exact.items():
             measured = traffic(name, fn, x, ctx, counter)
             model = cost.bytes_sent(name, D, k, size, overlap=overlap)
-            results["traffic"].append({"algorithm": name, "overlap": overlap, "D": D, "k": k,
-                                       "measured_bytes": measured, "model_bytes": model})
-    x = sweep.gradient(rank, D, 200_000, 0.0, seed=8).to(ctx.device)  # dense enough that recursive doubling switches to dense
-    results["traffic"].append({"algorithm": "recursive_doubling", "overlap": 0.0, "D": D, "k": 200_000,
-                               "measured_bytes": traffic("rd", EXACT["recursive_doubling"], x, ctx, counter),
-                               "model_bytes": cost.bytes_sent("recursive_doubling", D, 200_000, size)})
+            results["traffic"].append(
+                {
+                    "algorithm": name,
+                    "overlap": overlap,
+                    "D": D,
+                    "k": k,
+                    "measured_bytes": measured,
+                    "model_bytes": model,
+                }
+            )
+    x = sweep.gradient(rank, D, 200_000, 0.0, seed=8).to(
+        ctx.device
+    )  # dense enough that recursive doubling switches to dense
+    results["traffic"].append(
+        {
+            "algorithm": "recursive_doubling",
+            "overlap": 0.0,
+            "D": D,
+            "k": 200_000,
+            "measured_bytes": traffic("rd", EXACT["recursive_doubling"], x, ctx, counter),
+            "model_bytes": cost.bytes_sent("recursive_doubling", D, 200_000, size),
+        }
+    )
     _write(rank, out_path, results)
     shutdown(exit_process=True)
 

@@ -11,8 +11,10 @@ def to_rows(x):
     dense input keeps its non-zero rows."""
     if x.is_sparse:
         if x.sparse_dim() != 1:
-            raise ValueError(f"sparse gradients must be indexed along dim 0 only (sparse_dim 1), got sparse_dim "
-                             f"{x.sparse_dim()}; use t.to_sparse(sparse_dim=1)")
+            raise ValueError(
+                f"sparse gradients must be indexed along dim 0 only (sparse_dim 1), got sparse_dim "
+                f"{x.sparse_dim()}; use t.to_sparse(sparse_dim=1)"
+            )
         x = x.coalesce()
         return x.indices()[0], x.values(), tuple(x.shape)
     rows = x.reshape(len(x), -1).ne(0).any(1).nonzero().squeeze(1)

@@ -67,6 +67,7 @@ class Constants:
     """Measured on this machine: seconds per call of each collective kind on a tiny tensor
     (its latency), seconds per byte sent by one rank, seconds per (index, value) element
     merged (sorted and summed), seconds per row written when a gradient is made dense."""
+
     latency_s: dict
     s_per_byte: float
     merge_s_per_element: float
@@ -117,13 +118,17 @@ def time(algorithm, D, k, N, constants, **kw):
     per_rank = bytes_sent(algorithm, D, k, N, **kw) / N
     shape = (D, k, N, kw.get("overlap", 0.0), kw.get("dense_threshold", 0.25))
     latency = sum(n * constants.latency_s[kind] for kind, n in calls(algorithm, N).items())
-    return (latency + per_rank * constants.s_per_byte
-            + merged_elements(algorithm, *shape) * constants.merge_s_per_element
-            + densified_rows(algorithm, *shape) * constants.densify_s_per_element)
+    return (
+        latency
+        + per_rank * constants.s_per_byte
+        + merged_elements(algorithm, *shape) * constants.merge_s_per_element
+        + densified_rows(algorithm, *shape) * constants.densify_s_per_element
+    )
 
 
 def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):
     """The density k/D above which the dense all-reduce is predicted faster (bisection in log space)."""
+
     def faster(density):
         k = max(1, int(density * D))
         return time(algorithm, D, k, N, constants, **kw) < time("dense", D, k, N, constants, **kw)
@@ -135,8 +140,12 @@ def crossover_density(algorithm, D, N, constants, lo=1e-5, hi=1.0, **kw):
 # all-reduce takes 2(N-1), each all-gather or all-to-all N-1 (the slowest rank hears from every
 # other), each point-to-point exchange 1. Counting collective calls instead hides that an
 # all-gather over 1024 ranks is 1023 hops.
-STEPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "all_to_all": lambda n: n - 1,
-         "p2p": lambda n: 1}
+STEPS = {
+    "all_reduce": lambda n: 2 * (n - 1),
+    "all_gather": lambda n: n - 1,
+    "all_to_all": lambda n: n - 1,
+    "p2p": lambda n: 1,
+}
 
 
 def steps(algorithm, N):
@@ -150,12 +159,21 @@ def link_calls(algorithm, D, k, N, idx_bytes=8, val_bytes=4, overlap=0.0, row=1)
     if algorithm == "dense":
         return [("all_reduce", D * row * val_bytes)]
     if algorithm == "allgather":
-        return [("all_gather", N * COUNT_BYTES), ("all_gather", N * k * idx_bytes), ("all_gather", N * k * row * val_bytes)]
+        return [
+            ("all_gather", N * COUNT_BYTES),
+            ("all_gather", N * k * idx_bytes),
+            ("all_gather", N * k * row * val_bytes),
+        ]
     if algorithm == "partitioned":
         reduced = union(N, k, D, overlap)  # every owner's reduced slice, together
-        return [("all_to_all", N * COUNT_BYTES), ("all_to_all", k * idx_bytes), ("all_to_all", k * row * val_bytes),
-                ("all_gather", N * COUNT_BYTES), ("all_gather", reduced * idx_bytes),
-                ("all_gather", reduced * row * val_bytes)]
+        return [
+            ("all_to_all", N * COUNT_BYTES),
+            ("all_to_all", k * idx_bytes),
+            ("all_to_all", k * row * val_bytes),
+            ("all_gather", N * COUNT_BYTES),
+            ("all_gather", reduced * idx_bytes),
+            ("all_gather", reduced * row * val_bytes),
+        ]
     raise ValueError(f"no link model for {algorithm!r}: use 'dense', 'allgather' or 'partitioned'")
 
 
@@ -165,6 +183,7 @@ def link_time(algorithm, D, k, N, link, **kw):
     bandwidth its fastest protocol reaches at that size). Merging is left out: it is local work,
     the same on any link."""
     from trainlab.distributed.scaling import collective_s
+
     return sum(collective_s(kind, nbytes, N, link) for kind, nbytes in link_calls(algorithm, D, k, N, **kw))
 
 
@@ -172,14 +191,22 @@ def byte_crossover(algorithm, N, D=1 << 22, **kw):
     """The density above which the pattern sends more bytes per rank than a dense ring all-reduce
     (bandwidth-bound links: latency and merging ignored). For all-gather with 8-byte indices and
     4-byte values it is about 2 / (3N): its bytes grow with N while the ring's stay near 2 x 4D."""
-    return _bisect(lambda density: bytes_sent(algorithm, D, max(1, int(density * D)), N, **kw)
-                   < bytes_sent("dense", D, max(1, int(density * D)), N, **kw))
+    return _bisect(
+        lambda density: (
+            bytes_sent(algorithm, D, max(1, int(density * D)), N, **kw)
+            < bytes_sent("dense", D, max(1, int(density * D)), N, **kw)
+        )
+    )
 
 
 def link_crossover(algorithm, N, link, D=1 << 22, **kw):
     """The density above which the dense all-reduce is projected faster over a published link."""
-    return _bisect(lambda density: link_time(algorithm, D, max(1, int(density * D)), N, link, **kw)
-                   < link_time("dense", D, max(1, int(density * D)), N, link, **kw))
+    return _bisect(
+        lambda density: (
+            link_time(algorithm, D, max(1, int(density * D)), N, link, **kw)
+            < link_time("dense", D, max(1, int(density * D)), N, link, **kw)
+        )
+    )
 
 
 def _bisect(faster, lo=1e-6, hi=1.0):
@@ -218,6 +245,11 @@ def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val
 
     table = D * row * val_bytes
     node_rows = union(per_node, k, D, overlap)
-    across = link_time("allgather", D / per_node, max(1, int(node_rows / per_node)), nodes, slow, row=row,
-                       val_bytes=val_bytes)
-    return collective_s("reduce_scatter", table, per_node, fast) + across + collective_s("all_gather", table, per_node, fast)
+    across = link_time(
+        "allgather", D / per_node, max(1, int(node_rows / per_node)), nodes, slow, row=row, val_bytes=val_bytes
+    )
+    return (
+        collective_s("reduce_scatter", table, per_node, fast)
+        + across
+        + collective_s("all_gather", table, per_node, fast)
+    )

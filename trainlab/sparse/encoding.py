@@ -23,8 +23,12 @@ def index_bytes(ids, rows):
     """Bytes to send the distinct indices in ids, a table of `rows` rows."""
     distinct = np.unique(np.asarray(ids).ravel())
     deltas = np.diff(distinct, prepend=0)
-    return {"int64": 8 * len(distinct), "int32": 4 * len(distinct),
-            "delta varint": int(_varint_bytes(deltas).sum()), "bitmap": (rows + 7) // 8}
+    return {
+        "int64": 8 * len(distinct),
+        "int32": 4 * len(distinct),
+        "delta varint": int(_varint_bytes(deltas).sum()),
+        "bitmap": (rows + 7) // 8,
+    }
 
 
 def value_bytes(k, row):
@@ -38,8 +42,10 @@ def value_error(values):
     norm = values.norm()
     scale = values.abs().amax(dim=-1, keepdim=True).clamp_min(1e-30) / 127
     int8 = (values / scale).round().clamp(-127, 127) * scale
-    return {"bf16": float((values.bfloat16().float() - values).norm() / norm),
-            "int8 + row scale": float((int8 - values).norm() / norm)}
+    return {
+        "bf16": float((values.bfloat16().float() - values).norm() / norm),
+        "int8 + row scale": float((int8 - values).norm() / norm),
+    }
 
 
 def gradient_rows(k, row, seed=0):

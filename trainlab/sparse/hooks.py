@@ -59,7 +59,9 @@ def powersgd_bytes(model, rank, element_bytes=4):
     """Bytes PowerSGD hands to all-reduce per step once engaged: the plain tensors, then P (rows x r)
     and Q (cols x r) of every compressed one."""
     compressed, plain = split_for_powersgd(model, rank)
-    return element_bytes * (sum(rows * cols for rows, cols, _ in plain) + sum((rows + cols) * r for rows, cols, r in compressed))
+    return element_bytes * (
+        sum(rows * cols for rows, cols, _ in plain) + sum((rows + cols) * r for rows, cols, r in compressed)
+    )
 
 
 @contextlib.contextmanager
@@ -89,8 +91,13 @@ def register(model, arm, ctx):
     elif arm == "bf16":
         model.register_comm_hook(None, default_hooks.bf16_compress_hook)
     elif arm.startswith("powersgd-"):
-        state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=int(arm.split("-")[1]),
-                                       start_powerSGD_iter=START_POWERSGD, use_error_feedback=True, warm_start=True)
+        state = powersgd.PowerSGDState(
+            process_group=None,
+            matrix_approximation_rank=int(arm.split("-")[1]),
+            start_powerSGD_iter=START_POWERSGD,
+            use_error_feedback=True,
+            warm_start=True,
+        )
         model.register_comm_hook(state, powersgd.powerSGD_hook)
         return state
     else:
@@ -105,8 +112,16 @@ def train(arm, ctx, steps, global_batch=128, lr=0.05, seed=0):
     register(model, arm, ctx)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     images = load_images(DataConfig(n_train=4096, n_test=100))
-    loader = DeviceLoader(images.train_x, images.train_y, global_batch // ctx.world_size, mean=images.mean,
-                          std=images.std, device=ctx.device, rank=ctx.rank, world_size=ctx.world_size)
+    loader = DeviceLoader(
+        images.train_x,
+        images.train_y,
+        global_batch // ctx.world_size,
+        mean=images.mean,
+        std=images.std,
+        device=ctx.device,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+    )
     losses, step_s, counted = [], [], None
     epoch = 0
     while len(losses) < steps:
@@ -130,13 +145,18 @@ def train(arm, ctx, steps, global_batch=128, lr=0.05, seed=0):
     losses = torch.stack(losses)
     torch.distributed.all_reduce(losses)
     rank = int(arm.split("-")[1]) if arm.startswith("powersgd-") else None
-    timed = step_s[START_POWERSGD + 1:] or step_s  # every arm timed on the same steps: after PowerSGD engaged
-    return {"arm": arm, "losses": (losses / ctx.world_size).tolist(), "step_ms": 1e3 * statistics.median(timed),
-            "send_bytes": counted["send_bytes"], "comm": counted,
-            "compressed_share": compressed_share(net, rank) if rank else (1.0 if arm in ("fp16", "bf16") else 0.0),
-            "expected_bytes": powersgd_bytes(net, rank) if rank else None,  # full tensors handed to all-reduce
-            "uncompressed_bytes": 4 * sum(r * c for r, c, _ in split_for_powersgd(net, rank)[1]) if rank else None,
-            "params": sum(p.numel() for p in net.parameters())}
+    timed = step_s[START_POWERSGD + 1 :] or step_s  # every arm timed on the same steps: after PowerSGD engaged
+    return {
+        "arm": arm,
+        "losses": (losses / ctx.world_size).tolist(),
+        "step_ms": 1e3 * statistics.median(timed),
+        "send_bytes": counted["send_bytes"],
+        "comm": counted,
+        "compressed_share": compressed_share(net, rank) if rank else (1.0 if arm in ("fp16", "bf16") else 0.0),
+        "expected_bytes": powersgd_bytes(net, rank) if rank else None,  # full tensors handed to all-reduce
+        "uncompressed_bytes": 4 * sum(r * c for r, c, _ in split_for_powersgd(net, rank)[1]) if rank else None,
+        "params": sum(p.numel() for p in net.parameters()),
+    }
 
 
 def main(argv=None):

@@ -40,7 +40,7 @@ def case_values(n, generator):
 def case_gradient(kind, rank, size, D=64):
     g = torch.Generator().manual_seed(sum(map(ord, kind)) + rank)
     if kind == "large_sparse":  # distinct random rows per rank; ranks overlap by chance
-        idx = torch.randperm(LARGE, generator=g)[:int(LARGE * DENSITY)].sort().values
+        idx = torch.randperm(LARGE, generator=g)[: int(LARGE * DENSITY)].sort().values
         return torch.sparse_coo_tensor(idx[None], case_values(len(idx), g), (LARGE,))
     if kind == "uneven":  # rank r holds 3 + 4r non-zeros, all its own
         idx = torch.arange(3 + 4 * rank) * size + rank
@@ -67,12 +67,17 @@ def main(solution, out):
             with accounting.CollectiveCounter() as counter:
                 got = fn(x)
             got = got.to_dense() if got.is_sparse else got
-            results[kind] = {"max_abs_error": float((got - expected).abs().max()) if got.shape == expected.shape
-                             else float("inf"), "shape": list(got.shape),
-                             "send_bytes": counter.summary(ctx.world_size)["send_bytes"], "dense_send_bytes": dense_bytes}
+            results[kind] = {
+                "max_abs_error": float((got - expected).abs().max()) if got.shape == expected.shape else float("inf"),
+                "shape": list(got.shape),
+                "send_bytes": counter.summary(ctx.world_size)["send_bytes"],
+                "dense_send_bytes": dense_bytes,
+            }
         except BaseException as exc:  # noqa: BLE001 - the learner's error (even sys.exit), reported per case
-            results[kind] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0],
-                             "traceback": traceback.format_exc()[-1500:]}
+            results[kind] = {
+                "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+                "traceback": traceback.format_exc()[-1500:],
+            }
             break  # a failed collective leaves the ranks out of step: stop here
     _write(out, results, ctx)
     shutdown(exit_process=True)

@@ -4,8 +4,13 @@ import matplotlib.pyplot as plt
 
 from trainlab.sparse import cost
 
-STYLE = {"dense": ("black", "-"), "gloo_sparse": ("tab:gray", "-"), "allgather": ("tab:blue", "-"),
-         "partitioned": ("tab:orange", "-"), "recursive_doubling": ("tab:green", "-")}
+STYLE = {
+    "dense": ("black", "-"),
+    "gloo_sparse": ("tab:gray", "-"),
+    "allgather": ("tab:blue", "-"),
+    "partitioned": ("tab:orange", "-"),
+    "recursive_doubling": ("tab:green", "-"),
+}
 
 
 def plot_training(runs, title="embedding-bag model on 2 ranks: the same steps, different syncs"):
@@ -31,8 +36,13 @@ def plot_sweep(sweep):
         x = [100 * r["density"] for r in rows]
         ax.plot(x, [1e3 * r["seconds"] for r in rows], "o-", color=color, label=name, lw=1.3, ms=3)
         ax.plot(x, [1e3 * r["model_seconds"] for r in rows], "--", color=color, lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="density (% of entries non-zero per rank)", ylabel="ms per reduction",
-           title=f"{sweep['world_size']} ranks, {sweep['size']:,} values (dashed: time model)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="density (% of entries non-zero per rank)",
+        ylabel="ms per reduction",
+        title=f"{sweep['world_size']} ranks, {sweep['size']:,} values (dashed: time model)",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     plt.close(fig)
@@ -45,12 +55,20 @@ def plot_bytes(D, N, density, overlap=0.0, measured=None):
     k = max(1, int(density * D))
     names = list(STYLE)
     fig, ax = plt.subplots(figsize=(7, 3))
-    ax.bar(names, [cost.bytes_sent(n, D, k, N, overlap=overlap) / 2**20 for n in names],
-           color=[STYLE[n][0] for n in names], alpha=0.7, label="cost model")
+    ax.bar(
+        names,
+        [cost.bytes_sent(n, D, k, N, overlap=overlap) / 2**20 for n in names],
+        color=[STYLE[n][0] for n in names],
+        alpha=0.7,
+        label="cost model",
+    )
     if measured:
         ax.scatter(list(measured), [v / 2**20 for v in measured.values()], color="red", zorder=3, label="counted")
-    ax.set(ylabel="MiB sent (all ranks)", yscale="log",
-           title=f"D={D:,}, N={N}, density {100 * density:g}%, overlap {overlap:g}")
+    ax.set(
+        ylabel="MiB sent (all ranks)",
+        yscale="log",
+        title=f"D={D:,}, N={N}, density {100 * density:g}%, overlap {overlap:g}",
+    )
     ax.tick_params(axis="x", labelsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -67,8 +85,9 @@ def bytes_widget(D=1 << 24, sweep=None):
     density = w.FloatLogSlider(value=1e-3, base=10, min=-4, max=-0.3, step=0.1, description="density")
     # start where the sweep measured, so its dots show before the learner moves anything
     ranks = w.IntSlider(value=sweep["world_size"] if sweep else 4, min=2, max=64, description="ranks")
-    overlap = w.FloatSlider(value=sweep["overlap"] if sweep else 0.0, min=0.0, max=1.0, step=0.05,
-                            description="overlap")
+    overlap = w.FloatSlider(
+        value=sweep["overlap"] if sweep else 0.0, min=0.0, max=1.0, step=0.05, description="overlap"
+    )
 
     def draw(density, ranks, overlap):
         measured = None
@@ -90,15 +109,21 @@ def plot_crossover_vs_ranks(rows, measured=()):
         if key == "ranks":
             continue
         ys = [100 * r[key] if r[key] and r[key] > 1e-5 else float("nan") for r in rows]
-        ax.plot(ranks, ys, ":" if "2/(3N)" in key else "--" if "bytes" not in key else "-", lw=1.3, label=key,
-                marker=".")
+        ax.plot(
+            ranks, ys, ":" if "2/(3N)" in key else "--" if "bytes" not in key else "-", lw=1.3, label=key, marker="."
+        )
     measured = [(n, x) for n, x in measured if x is not None and x != float("inf")]  # "never faster" has no point
     for n, x in measured:
         ax.scatter([n], [100 * x], color="red", zorder=3, s=30)
     if measured:
         ax.scatter([], [], color="red", s=30, label="all-gather, measured here")
-    ax.set(xscale="log", yscale="log", xlabel="ranks N", ylabel="crossover density, %",
-           title="where sparse sync stops paying (below a line: sparse sends less / is faster)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="ranks N",
+        ylabel="crossover density, %",
+        title="where sparse sync stops paying (below a line: sparse sends less / is faster)",
+    )
     ax.set_xticks(ranks, [str(n) for n in ranks])
     ax.legend(fontsize=6.5, ncol=2)
     fig.tight_layout()

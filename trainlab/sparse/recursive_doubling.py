@@ -52,13 +52,15 @@ class _Partial:
     def result(self):
         if self.dense is not None:
             return self.dense
-        return torch.sparse_coo_tensor(self.indices[None], self.values, self.shape, is_coalesced=True,
-                                       check_invariants=False)
+        return torch.sparse_coo_tensor(
+            self.indices[None], self.values, self.shape, is_coalesced=True, check_invariants=False
+        )
 
 
 def _header(partial):
-    return torch.tensor([DENSE if partial.dense is not None else len(partial.indices)], dtype=torch.int64,
-                        device=partial.values.device)
+    return torch.tensor(
+        [DENSE if partial.dense is not None else len(partial.indices)], dtype=torch.int64, device=partial.values.device
+    )
 
 
 def _payload(partial):
@@ -121,8 +123,13 @@ def allreduce(x, group=None, average=False, dense_threshold=0.25):
         for work in _send(partial, rank - power, group):
             work.wait()
         received = _recv(partial, rank - power, group)
-        out = received[2] if received[2] is not None else torch.sparse_coo_tensor(
-            received[0][None], received[1], shape, is_coalesced=True, check_invariants=False)
+        out = (
+            received[2]
+            if received[2] is not None
+            else torch.sparse_coo_tensor(
+                received[0][None], received[1], shape, is_coalesced=True, check_invariants=False
+            )
+        )
         return out / size if average else out
     if rank < extra:
         partial.merge(*_recv(partial, rank + power, group))

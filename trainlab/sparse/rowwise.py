@@ -72,7 +72,7 @@ class RowwiseBagClassifier(torch.nn.Module):
         table = full.embed.weight.detach()
         self.rows_per_rank = -(-table.shape[0] // world_size)
         self.rank, self.world_size = rank, world_size
-        self.shard = torch.nn.Parameter(table[rank * self.rows_per_rank:(rank + 1) * self.rows_per_rank].clone())
+        self.shard = torch.nn.Parameter(table[rank * self.rows_per_rank : (rank + 1) * self.rows_per_rank].clone())
         self.head = torch.nn.Linear(table.shape[1], full.head.out_features)
         self.head.load_state_dict(full.head.state_dict())
 
@@ -84,7 +84,7 @@ class RowwiseBagClassifier(torch.nn.Module):
 
 def batches(steps, seed=0):
     ids, labels = workload.zipf_bags(steps * BATCH, VOCAB, BAG, CLASSES, seed=seed)
-    return [(ids[i * BATCH:(i + 1) * BATCH], labels[i * BATCH:(i + 1) * BATCH]) for i in range(steps)]
+    return [(ids[i * BATCH : (i + 1) * BATCH], labels[i * BATCH : (i + 1) * BATCH]) for i in range(steps)]
 
 
 def train_one_process(steps, seed=0):
@@ -110,7 +110,7 @@ def train_rowwise(ctx, steps, seed=0):
     share = BATCH // ctx.world_size
     losses, sent, distinct = [], [], []
     for ids, labels in batches(steps):
-        ids, labels = ids[ctx.rank * share:(ctx.rank + 1) * share], labels[ctx.rank * share:(ctx.rank + 1) * share]
+        ids, labels = ids[ctx.rank * share : (ctx.rank + 1) * share], labels[ctx.rank * share : (ctx.rank + 1) * share]
         counter = accounting.CollectiveCounter()
         with counter:
             loss = F.cross_entropy(model(ids), labels)
@@ -143,10 +143,22 @@ def main(argv=None):
     if ctx.is_main:
         reference_losses, reference_table = train_one_process(args.steps)
         table = torch.cat(shards)[:VOCAB]
-        atomic.write_text(args.out, json.dumps({
-            "world_size": ctx.world_size, "steps": args.steps, "losses": losses, "reference_losses": reference_losses,
-            "max_table_diff": float((table - reference_table).abs().max()), "dim": workload.EMBED_DIM,
-            "vocab": VOCAB, "per_rank": sent_all, "shard_rows": shard.shape[0]}))
+        atomic.write_text(
+            args.out,
+            json.dumps(
+                {
+                    "world_size": ctx.world_size,
+                    "steps": args.steps,
+                    "losses": losses,
+                    "reference_losses": reference_losses,
+                    "max_table_diff": float((table - reference_table).abs().max()),
+                    "dim": workload.EMBED_DIM,
+                    "vocab": VOCAB,
+                    "per_rank": sent_all,
+                    "shard_rows": shard.shape[0],
+                }
+            ),
+        )
     shutdown(exit_process=True)
 
 

@@ -1,7 +1,7 @@
 """Module 03's measurements as functions (notebook 03 and benchmarks/sparse.py).
 
-    sweep = run_sweep(ranks=2, size=1 << 20, densities=(1e-3, 1e-2, 0.1), folder=tmp)
-    crossover(sweep["rows"], "allgather")     # density where it stops beating dense
+sweep = run_sweep(ranks=2, size=1 << 20, densities=(1e-3, 1e-2, 0.1), folder=tmp)
+crossover(sweep["rows"], "allgather")     # density where it stops beating dense
 """
 
 import json
@@ -18,8 +18,14 @@ SPARSE = ("gloo_sparse", "allgather", "partitioned", "recursive_doubling")
 @while_working(lambda ranks, size, densities, *a, **k: f"{ranks} ranks: every pattern at {len(densities)} densities")
 def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
     out = Path(folder) / f"sweep{ranks}.json"
-    result = runner.run_distributed(module="trainlab.sparse.sweep", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
-                                    args=[out, "--size", size, "--repeats", repeats, "--densities", *densities])
+    result = runner.run_distributed(
+        module="trainlab.sparse.sweep",
+        nproc=ranks,
+        timeout=timeout,
+        stream=False,
+        retry_crash=True,
+        args=[out, "--size", size, "--repeats", repeats, "--densities", *densities],
+    )
     if not result.ok:
         raise RuntimeError(f"the sweep on {ranks} ranks failed: {result.error}")
     return json.loads(out.read_text())
@@ -28,8 +34,14 @@ def run_sweep(ranks, size, densities, folder, repeats=3, timeout=1800.0):
 @while_working(lambda ranks, *a, **k: f"{ranks} ranks: the embedding model, dense against sparse sync")
 def run_workload(ranks, folder, steps=100, timeout=600.0):
     out = Path(folder) / "workload.json"
-    result = runner.run_distributed(module="trainlab.sparse.workload", nproc=ranks, args=[out, "--steps", steps],
-                                    timeout=timeout, stream=False, retry_crash=True)
+    result = runner.run_distributed(
+        module="trainlab.sparse.workload",
+        nproc=ranks,
+        args=[out, "--steps", steps],
+        timeout=timeout,
+        stream=False,
+        retry_crash=True,
+    )
     if not result.ok:
         raise RuntimeError(f"training failed: {result.error}")
     return json.loads(out.read_text())["runs"]
@@ -40,8 +52,14 @@ def run_hooks(ranks, folder, steps=60, arms=None, timeout=900.0):
     """DDP communication hooks (trainlab.sparse.hooks) on the CIFAR CNN: {arm: run}."""
     out = Path(folder) / "hooks.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = runner.run_distributed(module="trainlab.sparse.hooks", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
-                                    args=[out, "--steps", steps, *(["--arms", *arms] if arms else [])])
+    result = runner.run_distributed(
+        module="trainlab.sparse.hooks",
+        nproc=ranks,
+        timeout=timeout,
+        stream=False,
+        retry_crash=True,
+        args=[out, "--steps", steps, *(["--arms", *arms] if arms else [])],
+    )
     if not result.ok:
         raise RuntimeError(f"the communication-hook runs failed: {result.error}")
     return json.loads(out.read_text())["runs"]
@@ -53,8 +71,14 @@ def run_rowwise(ranks, folder, steps=40, timeout=600.0):
     the same training in one process."""
     out = Path(folder) / f"rowwise{ranks}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = runner.run_distributed(module="trainlab.sparse.rowwise", nproc=ranks, timeout=timeout, stream=False, retry_crash=True,
-                                    args=[out, "--steps", steps])
+    result = runner.run_distributed(
+        module="trainlab.sparse.rowwise",
+        nproc=ranks,
+        timeout=timeout,
+        stream=False,
+        retry_crash=True,
+        args=[out, "--steps", steps],
+    )
     if not result.ok:
         raise RuntimeError(f"the row-wise sharded run failed: {result.error}")
     return json.loads(out.read_text())
@@ -69,11 +93,17 @@ def rowwise_rows(run, ranks=(2, 8, 64)):
     D, d = run["vocab"], run["dim"]
     rows = []
     for n in ranks:
-        rows.append({"ranks": n, "row-wise, measured": measured if n == run["world_size"] else None,
-                     "row-wise, model": cost.rowwise_bytes(k, n, d),
-                     "data parallel, all-gather": cost.bytes_sent("allgather", D, int(k), n, row=d) / n,
-                     "data parallel, dense ring": cost.bytes_sent("dense", D, int(k), n, row=d) / n,
-                     "table bytes per rank, row-wise": 4 * D * d / n, "table bytes per rank, replicated": 4 * D * d})
+        rows.append(
+            {
+                "ranks": n,
+                "row-wise, measured": measured if n == run["world_size"] else None,
+                "row-wise, model": cost.rowwise_bytes(k, n, d),
+                "data parallel, all-gather": cost.bytes_sent("allgather", D, int(k), n, row=d) / n,
+                "data parallel, dense ring": cost.bytes_sent("dense", D, int(k), n, row=d) / n,
+                "table bytes per rank, row-wise": 4 * D * d / n,
+                "table bytes per rank, replicated": 4 * D * d,
+            }
+        )
     return k, rows
 
 
@@ -81,8 +111,9 @@ def crossover(rows, algorithm):
     """Measured density where the pattern's time meets the dense all-reduce's (log-log
     interpolation between the sweep's densities); inf if it never does, None if it is never faster."""
     dense = {r["density"]: r["seconds"] for r in rows if r["algorithm"] == "dense"}
-    points = sorted((r["density"], math.log(r["seconds"] / dense[r["density"]])) for r in rows
-                    if r["algorithm"] == algorithm)
+    points = sorted(
+        (r["density"], math.log(r["seconds"] / dense[r["density"]])) for r in rows if r["algorithm"] == algorithm
+    )
     for (d1, r1), (d2, r2) in zip(points, points[1:]):
         if r1 < 0 <= r2:
             return math.exp(math.log(d1) + (0 - r1) / (r2 - r1) * (math.log(d2) - math.log(d1)))
@@ -96,8 +127,15 @@ def crossover_table(sweep):
     for name in SPARSE:
         measured = crossover(sweep["rows"], name)
         modelled = cost.crossover_density(name, sweep["size"], sweep["world_size"], constants)
-        rows.append({"ranks": sweep["world_size"], "algorithm": name, "measured": measured, "model": modelled,
-                     "ratio": modelled / measured if measured and math.isfinite(measured) else None})
+        rows.append(
+            {
+                "ranks": sweep["world_size"],
+                "algorithm": name,
+                "measured": measured,
+                "model": modelled,
+                "ratio": modelled / measured if measured and math.isfinite(measured) else None,
+            }
+        )
     return rows
 
 
@@ -112,15 +150,24 @@ def crossover_vs_ranks(size, links, ranks=RANKS, link_ranks=(("nvlink", 8),)):
     The time model with this machine's constants is left out here: its latencies were measured at one N."""
     rows = []
     for n in ranks:
-        row = {"ranks": n, "all-gather, bytes": cost.byte_crossover("allgather", n, size),
-               "all-gather, 2/(3N)": 2 / (3 * n)}
-        row.update({f"partitioned, bytes, overlap {o:g}": cost.byte_crossover("partitioned", n, size, overlap=o)
-                    for o in (0.0, 1.0)})
+        row = {
+            "ranks": n,
+            "all-gather, bytes": cost.byte_crossover("allgather", n, size),
+            "all-gather, 2/(3N)": 2 / (3 * n),
+        }
+        row.update(
+            {
+                f"partitioned, bytes, overlap {o:g}": cost.byte_crossover("partitioned", n, size, overlap=o)
+                for o in (0.0, 1.0)
+            }
+        )
         for name, link in links.items():
             inside = n <= dict(link_ranks).get(name, n)
             row[f"all-gather, {link.name}"] = cost.link_crossover("allgather", n, link, size) if inside else None
             if name == "infiniband":
-                row[f"partitioned, overlap 1, {link.name}"] = cost.link_crossover("partitioned", n, link, size, overlap=1.0)
+                row[f"partitioned, overlap 1, {link.name}"] = cost.link_crossover(
+                    "partitioned", n, link, size, overlap=1.0
+                )
         rows.append(row)
     return rows
 

@@ -68,10 +68,12 @@ def tiny_latencies(world, repeats=20):
             dist.recv(torch.empty(1), peer)
             work.wait()
 
-    return {"all_reduce": timed(lambda: dist.all_reduce(one), repeats),
-            "all_gather": timed(lambda: all_gather_tensor(gathered, one), repeats),
-            "all_to_all": timed(lambda: dist.all_to_all_single(received, counts), repeats),
-            "p2p": timed(p2p, repeats)}
+    return {
+        "all_reduce": timed(lambda: dist.all_reduce(one), repeats),
+        "all_gather": timed(lambda: all_gather_tensor(gathered, one), repeats),
+        "all_to_all": timed(lambda: dist.all_to_all_single(received, counts), repeats),
+        "p2p": timed(p2p, repeats),
+    }
 
 
 def _local_time(fn):
@@ -90,7 +92,7 @@ def gradient(rank, size, k, overlap=0.0, seed=0):
     if shared + world * own > size:  # dense enough that the ranks cannot all have their own: draw at random
         idx = torch.randperm(size, generator=torch.Generator().manual_seed(seed + rank))[:k]
     else:
-        idx = torch.cat([perm[:shared], perm[shared + rank * own: shared + (rank + 1) * own]])
+        idx = torch.cat([perm[:shared], perm[shared + rank * own : shared + (rank + 1) * own]])
     return torch.sparse_coo_tensor(idx[None], torch.randn(len(idx)), (size,), check_invariants=False).coalesce()
 
 
@@ -116,14 +118,30 @@ def main(argv=None):
                 fn(x)
             sent = torch.tensor(counter.summary(ctx.world_size)["send_bytes"], dtype=torch.float64)
             dist.all_reduce(sent)
-            rows.append({"algorithm": name, "density": density, "k": k, "seconds": timed(lambda: fn(x), args.repeats),
-                         "measured_bytes": float(sent),
-                         "model_bytes": cost.bytes_sent(name, args.size, k, ctx.world_size, overlap=args.overlap),
-                         "model_seconds": cost.time(name, args.size, k, ctx.world_size, constants, overlap=args.overlap)})
+            rows.append(
+                {
+                    "algorithm": name,
+                    "density": density,
+                    "k": k,
+                    "seconds": timed(lambda: fn(x), args.repeats),
+                    "measured_bytes": float(sent),
+                    "model_bytes": cost.bytes_sent(name, args.size, k, ctx.world_size, overlap=args.overlap),
+                    "model_seconds": cost.time(name, args.size, k, ctx.world_size, constants, overlap=args.overlap),
+                }
+            )
     if ctx.is_main:
         with open(args.out, "w") as f:
-            json.dump({"world_size": ctx.world_size, "size": args.size, "overlap": args.overlap,
-                       "constants": vars(constants), "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "world_size": ctx.world_size,
+                    "size": args.size,
+                    "overlap": args.overlap,
+                    "constants": vars(constants),
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
     shutdown(exit_process=True)
 
 

@@ -34,7 +34,7 @@ def zipf_bags(n, vocab, bag, classes, seed=0, exponent=1.1):
     summed hidden scores."""
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, vocab + 1, dtype=np.float64)
-    p = ranks ** -exponent
+    p = ranks**-exponent
     ids = rng.choice(vocab, size=(n, bag), p=p / p.sum())
     scores = rng.standard_normal((vocab, classes)).astype(np.float32)
     labels = scores[ids].sum(1).argmax(1)
@@ -73,8 +73,12 @@ def sync_gradients(model, mode, compressor, ctx):
 def train(mode, ctx, ids, labels, steps, batch, vocab, lr, fraction):
     torch.manual_seed(0)
     model = BagClassifier(vocab)
-    optimizer = torch.optim.SGD([{"params": model.embed.parameters(), "lr": lr},  # rows see few updates each
-                                 {"params": model.head.parameters(), "lr": lr / 5}])
+    optimizer = torch.optim.SGD(
+        [
+            {"params": model.embed.parameters(), "lr": lr},  # rows see few updates each
+            {"params": model.head.parameters(), "lr": lr / 5},
+        ]
+    )
     compressor = TopK(fraction, error_feedback=mode == "topk_ef") if mode.startswith("topk") else None
     per_rank = batch // ctx.world_size
     losses, densities, sync_s = [], [], []
@@ -105,8 +109,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     ctx = init("cpu", timeout_s=120)
     ids, labels = zipf_bags(args.batch * args.steps + args.batch, args.vocab, bag=20, classes=10)
-    runs = {mode: train(mode, ctx, ids, labels, args.steps, args.batch, args.vocab, args.lr, args.fraction)
-            for mode in MODES}
+    runs = {
+        mode: train(mode, ctx, ids, labels, args.steps, args.batch, args.vocab, args.lr, args.fraction)
+        for mode in MODES
+    }
     if ctx.is_main:
         with open(args.out, "w") as f:
             json.dump({"world_size": ctx.world_size, "args": vars(args), "runs": runs}, f)

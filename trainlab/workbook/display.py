@@ -62,8 +62,10 @@ def table(rows, columns=None):
         return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, body)])
 
     text = Table(render(columns, cells))
-    text.markdown = render([c.translate(MARKDOWN_SPECIAL) for c in columns],
-                           [[v.translate(MARKDOWN_SPECIAL) for v in row] for row in cells])
+    text.markdown = render(
+        [c.translate(MARKDOWN_SPECIAL) for c in columns],
+        [[v.translate(MARKDOWN_SPECIAL) for v in row] for row in cells],
+    )
     return text
 
 
@@ -104,8 +106,9 @@ def progress(iterable=None, desc="", total=None, unit="it", **options):
     from tqdm.auto import tqdm
 
     # outside a notebook (tests, the command line) nothing is drawn: a bar there is only noise on stderr
-    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, disable=not in_ipython(), leave=False,
-                **options)
+    return tqdm(
+        iterable, desc=desc, total=total, unit=unit, mininterval=0.5, disable=not in_ipython(), leave=False, **options
+    )
 
 
 class working:
@@ -118,8 +121,11 @@ class working:
 
     def _line(self, seconds, done=False):
         clock = f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"
-        return f"<span style='color:#6e7781'>done in {clock}: {html.escape(self.desc)}</span>" if done else \
-            f"<b>{clock}</b> &nbsp;{html.escape(self.desc)}..."
+        return (
+            f"<span style='color:#6e7781'>done in {clock}: {html.escape(self.desc)}</span>"
+            if done
+            else f"<b>{clock}</b> &nbsp;{html.escape(self.desc)}..."
+        )
 
     def __enter__(self):
         import threading
@@ -162,5 +168,7 @@ def while_working(describe):
         def call(*args, **kwargs):
             with working(describe(*args, **kwargs) if callable(describe) else describe):
                 return fn(*args, **kwargs)
+
         return call
+
     return wrap

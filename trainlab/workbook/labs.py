@@ -84,14 +84,19 @@ class Lab:
         return chosen
 
 
-TRAINING = tuple(m.package for m in modules.MODULES if m.training_labs)  # single-process training scripts (the doctor's)
+TRAINING = tuple(
+    m.package for m in modules.MODULES if m.training_labs
+)  # single-process training scripts (the doctor's)
 
 
 def names(*modules):
     """Every lab as "<module>/<script>", or only those of the given modules (files starting
     with _ are helpers, not labs)."""
-    found = (p.relative_to(paths.LABS).with_suffix("").as_posix() for p in paths.LABS.glob("*/*.py")
-             if not p.name.startswith("_"))
+    found = (
+        p.relative_to(paths.LABS).with_suffix("").as_posix()
+        for p in paths.LABS.glob("*/*.py")
+        if not p.name.startswith("_")
+    )
     return sorted(n for n in found if not modules or n.split("/")[0] in modules)
 
 
@@ -193,7 +198,7 @@ def _parse(name, file, _mtime):
         if fix:
             lines.append(("add", name, fix.group(1) + fix.group(3)))
         elif bug:
-            lines.append(("remove", name, line[:bug.start()]))
+            lines.append(("remove", name, line[: bug.start()]))
         else:
             lines.append(("code", None, line))
     unused = set(causes) - used

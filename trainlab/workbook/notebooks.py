@@ -33,14 +33,16 @@ LOCK_TAG = "opens-after:"  # a solution cell that explains or runs a lab's fix: 
 
 def opens_after(cell):
     """The labs a notebook cell waits for (its `opens-after:` tags); empty when it is not locked."""
-    return [t[len(LOCK_TAG):] for t in cell.get("metadata", {}).get("tags", []) if t.startswith(LOCK_TAG)]
+    return [t[len(LOCK_TAG) :] for t in cell.get("metadata", {}).get("tags", []) if t.startswith(LOCK_TAG)]
 
 
 def locked_cell(notebook, cell):
     """The code that stands in a learner notebook for a locked solution cell (trainlab.checks.locks)."""
     waits = " and ".join(opens_after(cell))
-    return (f"# Opens once your fix of {waits} passes in this kernel (run this cell again then), or now with ask=True.\n"
-            f"trainlab.checks.unlock({notebook!r}, {cell.get('id')!r});")
+    return (
+        f"# Opens once your fix of {waits} passes in this kernel (run this cell again then), or now with ask=True.\n"
+        f"trainlab.checks.unlock({notebook!r}, {cell.get('id')!r});"
+    )
 
 
 def lab_cell_source(cell_source, fixed):

@@ -40,8 +40,13 @@ class Params:
     def train_config(self, **changes):
         from trainlab.loop import TrainConfig, smoke
 
-        cfg = TrainConfig(device=str(self.device), epochs=self.epochs, seed=self.seed,
-                          data=data.DataConfig(dataset=self.dataset), **changes)
+        cfg = TrainConfig(
+            device=str(self.device),
+            epochs=self.epochs,
+            seed=self.seed,
+            data=data.DataConfig(dataset=self.dataset),
+            **changes,
+        )
         return smoke(cfg) if self.smoke else cfg
 
 
@@ -60,14 +65,18 @@ def validate(device="auto", dataset="auto", epochs=2, seed=0, world_size=1, smok
         raise ValueError(f"parameter dataset={dataset!r} is not known; use one of {data.DATASETS}")
     root = data.data_root(data.DataConfig())
     if dataset == "cifar10" and not cifar.is_present(root):
-        raise ValueError(f"parameter dataset='cifar10' but {root / cifar.FOLDER} does not exist; "
-                         "run `make data` where there is internet, or use dataset='auto'")
+        raise ValueError(
+            f"parameter dataset='cifar10' but {root / cifar.FOLDER} does not exist; "
+            "run `make data` where there is internet, or use dataset='auto'"
+        )
     _integer("epochs", epochs, 1)
     _integer("seed", seed, 0)
     _integer("world_size", world_size, 1)
     if dev.type == "cuda" and world_size > torch.cuda.device_count():
-        raise ValueError(f"parameter world_size={world_size} but only {torch.cuda.device_count()} GPU(s) "
-                         "are visible; nccl needs one GPU per rank: lower world_size or use device='cpu'")
+        raise ValueError(
+            f"parameter world_size={world_size} but only {torch.cuda.device_count()} GPU(s) "
+            "are visible; nccl needs one GPU per rank: lower world_size or use device='cpu'"
+        )
     if not isinstance(smoke, bool):
         raise ValueError(f"parameter smoke={smoke!r} must be True or False")
     return Params(dev, dataset, epochs, seed, world_size, smoke)

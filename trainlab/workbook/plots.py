@@ -32,27 +32,41 @@ def plot_run(record, fig=None):
     if len(record.loss) >= 10:
         k = max(len(record.loss) // 20, 2)
         smooth = np.convolve(record.loss, np.ones(k) / k, mode="valid")
-        ax_loss.plot(steps[k - 1:], smooth, lw=1.5, label=f"mean of {k}")
+        ax_loss.plot(steps[k - 1 :], smooth, lw=1.5, label=f"mean of {k}")
     ax_loss.axhline(np.log(10), color="grey", ls=":", lw=1, label="ln 10 (chance)")
     ax_loss.set(title="training loss", xlabel="step")
     ax_loss.legend(fontsize=7)
     epochs = np.arange(1, len(record.test_accuracy) + 1)
     planned = max(record.config.get("epochs") or 0, len(epochs), 1)
-    ax_acc.plot(epochs, record.train_accuracy[:len(epochs)], "o-", label="train")
+    ax_acc.plot(epochs, record.train_accuracy[: len(epochs)], "o-", label="train")
     ax_acc.plot(epochs, record.test_accuracy, "s-", label="test")
     ax_acc.axhline(0.1, color="grey", ls=":", lw=1, label="chance")
-    ax_acc.set(title="accuracy (at the end of each epoch)", xlabel="epoch", ylim=(0, 1), xlim=(0.5, planned + 0.5),
-               xticks=range(1, planned + 1))
+    ax_acc.set(
+        title="accuracy (at the end of each epoch)",
+        xlabel="epoch",
+        ylim=(0, 1),
+        xlim=(0.5, planned + 0.5),
+        xticks=range(1, planned + 1),
+    )
     if not len(epochs):  # nothing to draw until the first epoch ends: say so rather than show empty axes
-        ax_acc.text(0.5, 0.5, "measured when the first epoch ends", transform=ax_acc.transAxes, ha="center",
-                    va="center", fontsize=9, color="grey")
+        ax_acc.text(
+            0.5,
+            0.5,
+            "measured when the first epoch ends",
+            transform=ax_acc.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="grey",
+        )
     ax_acc.legend(fontsize=7)
     ax_lr.plot(np.arange(1, len(record.lr) + 1), record.lr)
     ax_lr.set(title="learning rate", xlabel="step")
     ax_norm.plot(np.arange(1, len(record.grad_norm) + 1), record.grad_norm, lw=0.8)
     ax_norm.set(title="gradient norm", xlabel="step", yscale="log" if record.grad_norm else "linear")
-    fig.suptitle(record.summary() if record.wall_s else f"{record.model} on {record.data_source}: training...",
-                 fontsize=9)
+    fig.suptitle(
+        record.summary() if record.wall_s else f"{record.model} on {record.data_source}: training...", fontsize=9
+    )
     fig.tight_layout()
     return fig
 
@@ -138,8 +152,13 @@ def batch_browser(image_set, n=16):
     return browser
 
 
-SPLIT_COLORS = {"compute": "tab:blue", "communication": "tab:purple", "data": "tab:orange", "sync": "tab:red",
-                "idle": "tab:gray"}
+SPLIT_COLORS = {
+    "compute": "tab:blue",
+    "communication": "tab:purple",
+    "data": "tab:orange",
+    "sync": "tab:red",
+    "idle": "tab:gray",
+}
 
 
 def plot_step_split(rows, title="where a step's time goes", unit="ms per step", ax=None):

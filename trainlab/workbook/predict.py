@@ -30,7 +30,9 @@ class Prediction:
     def submit(self, value):
         """Record the prediction (the first one counts); if the measurement is in, show both."""
         if self.value is not None:
-            raise ValueError(f"you already predicted {self.value:g} {self.unit}: the first prediction is the one compared")
+            raise ValueError(
+                f"you already predicted {self.value:g} {self.unit}: the first prediction is the one compared"
+            )
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -49,7 +51,7 @@ class Prediction:
         if self.value is not None:
             self._show()
         else:
-            say(f"*Submit your prediction for \"{self.question}\" above: the measured value appears there.*")
+            say(f'*Submit your prediction for "{self.question}" above: the measured value appears there.*')
 
     def after(self, show):
         """Call show() now if a prediction exists, else once one is submitted: for later cells
@@ -61,16 +63,22 @@ class Prediction:
             say("*(shown once you submit your prediction above)*")
 
     def comparison(self):
-        off = (f"{(self.value - self.measured) / self.measured:+.0%}" if self.measured
-               else f"off by {self.value - self.measured:+.3g} {self.unit}")
-        return (f"**{self.question}** You predicted {self.value:.3g} {self.unit}; measured here: "
-                f"{self.measured:.3g} {self.unit} ({off}).")
+        off = (
+            f"{(self.value - self.measured) / self.measured:+.0%}"
+            if self.measured
+            else f"off by {self.value - self.measured:+.3g} {self.unit}"
+        )
+        return (
+            f"**{self.question}** You predicted {self.value:.3g} {self.unit}; measured here: "
+            f"{self.measured:.3g} {self.unit} ({off})."
+        )
 
     def _show(self, inside=None):
         def render():
             say(self.comparison())
             if self._then is not None:
                 self._then()
+
         self._run(render, inside)
 
     @staticmethod
@@ -84,22 +92,30 @@ class Prediction:
     def _ipython_display_(self):
         import ipywidgets as w
 
-        box = w.Text(value="" if self.value is None else f"{self.value:g}", placeholder="a number",
-                     description=self.unit or "value", layout=w.Layout(width="220px"))
+        box = w.Text(
+            value="" if self.value is None else f"{self.value:g}",
+            placeholder="a number",
+            description=self.unit or "value",
+            layout=w.Layout(width="220px"),
+        )
         button, self._area, note = w.Button(description="Submit", button_style="primary"), w.Output(), w.Label()
 
         def on_click(_):
             try:
                 self.submit(box.value)
                 button.disabled, box.disabled = True, True
-                note.value = (f"Recorded: {self.value:g} {self.unit}." + ("" if self.measured is not None else
-                              " The measurement appears beside it when the cell that measures it runs."))
+                note.value = f"Recorded: {self.value:g} {self.unit}." + (
+                    ""
+                    if self.measured is not None
+                    else " The measurement appears beside it when the cell that measures it runs."
+                )
             except ValueError as exc:
                 note.value = str(exc)
 
         button.on_click(on_click)
-        show_widget(w.VBox([w.HTML(f"<b>Predict:</b> {self.question}"), w.HBox([box, button, note]), self._area]),
-                    repr(self))
+        show_widget(
+            w.VBox([w.HTML(f"<b>Predict:</b> {self.question}"), w.HBox([box, button, note]), self._area]), repr(self)
+        )
 
 
 def ask(key, question, unit="", given=None):

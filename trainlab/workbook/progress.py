@@ -57,8 +57,9 @@ def load(path=None):
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {number}: not a progress record ({exc.msg}); "
-                                 "delete that line or restore the file") from None
+                raise ValueError(
+                    f"{path}, line {number}: not a progress record ({exc.msg}); delete that line or restore the file"
+                ) from None
     return records
 
 
@@ -68,11 +69,16 @@ def record(verdict, now=None):
     where = folder()
     where.mkdir(parents=True, exist_ok=True)
     attempt = 1 + sum(r["exercise"] == verdict.exercise for r in load())
-    entry = {"learner": learner(), "exercise": verdict.exercise, "verdict": verdict.kind, "attempt": attempt,
-             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))}
+    entry = {
+        "learner": learner(),
+        "exercise": verdict.exercise,
+        "verdict": verdict.kind,
+        "attempt": attempt,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+    }
     grade = getattr(verdict, "diagnosis", None)  # debugging labs: the stated diagnosis's Grade
     if grade is not None:
-        entry["diagnosis"] = (("right" if grade.right else "wrong") if hasattr(grade, "right") else "not stated")
+        entry["diagnosis"] = ("right" if grade.right else "wrong") if hasattr(grade, "right") else "not stated"
     fd = os.open(where / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(entry) + "\n").encode())
@@ -94,15 +100,21 @@ def send_to_room(timeout=5):
     except (OSError, ValueError):
         sent = 0  # the room stores a record sent twice once
     for entry in records[sent:]:
-        request = urllib.request.Request(url.rstrip("/") + "/api/records", data=json.dumps(entry).encode(),
-                                         method="POST", headers={"Authorization": f"token {token}",
-                                                                 "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url.rstrip("/") + "/api/records",
+            data=json.dumps(entry).encode(),
+            method="POST",
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 stored = response.status == 201
         except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
-            warnings.warn(f"the room view did not receive {len(records) - sent} record(s) ({exc}); they are kept in "
-                          f"{folder() / RECORDS} and sent with your next check", stacklevel=3)
+            warnings.warn(
+                f"the room view did not receive {len(records) - sent} record(s) ({exc}); they are kept in "
+                f"{folder() / RECORDS} and sent with your next check",
+                stacklevel=3,
+            )
             return False
         if not stored:
             return False
@@ -142,11 +154,18 @@ def report(records, exercises=None):
         by_module[name.split("/")[0]].append(name)
     for module, names in by_module.items():
         done = sum(rows[n]["status"] == "passed" for n in names)
-        lines.append(f"{modules.get(module).heading if module in modules.PACKAGES else module}: {done}/{len(names)} passed")
+        lines.append(
+            f"{modules.get(module).heading if module in modules.PACKAGES else module}: {done}/{len(names)} passed"
+        )
         for n in names:
             r = rows[n]
-            detail = (f"passed at attempt {r['passed_at']}" if r["status"] == "passed" else
-                      f"{r['attempts']} attempt(s)" if r["attempts"] else "")
+            detail = (
+                f"passed at attempt {r['passed_at']}"
+                if r["status"] == "passed"
+                else f"{r['attempts']} attempt(s)"
+                if r["attempts"]
+                else ""
+            )
             lines.append(f"  {'x' if r['status'] == 'passed' else ' '} {n:24s} {r['status']:12s} {detail}".rstrip())
     total = sum(r["status"] == "passed" for n, r in rows.items() if n in exercises)
     lines.append(f"total: {total}/{len(exercises)} exercises passed")
@@ -161,8 +180,9 @@ def merge(paths, exercises=None):
         for r in load(path):
             by_learner[r["learner"]].append(r)
     if not by_learner:
-        raise ValueError(f"no records in {', '.join(map(str, paths))}: export them with "
-                         "`python -m trainlab.progress --export FILE`")
+        raise ValueError(
+            f"no records in {', '.join(map(str, paths))}: export them with `python -m trainlab.progress --export FILE`"
+        )
     rows = []
     for name, records in sorted(by_learner.items()):
         for exercise, r in status(records, exercises).items():
@@ -183,8 +203,10 @@ def plot_room(rows):
 
     exercises = list(dict.fromkeys(r["exercise"] for r in rows))
     learners = len({r["learner"] for r in rows})
-    share = {s: [sum(r["status"] == s for r in rows if r["exercise"] == e) / learners for e in exercises]
-             for s in ("passed", "attempted", "not started")}
+    share = {
+        s: [sum(r["status"] == s for r in rows if r["exercise"] == e) / learners for e in exercises]
+        for s in ("passed", "attempted", "not started")
+    }
     fig, ax = plt.subplots(figsize=(8, 0.6 + 0.22 * len(exercises)))
     left = [0.0] * len(exercises)
     for state, color in (("passed", "tab:green"), ("attempted", "tab:orange"), ("not started", "lightgray")):

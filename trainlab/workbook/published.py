@@ -62,16 +62,19 @@ def everything():
             raise ValueError(f"{FILE}: [{key}] lacks {sorted(missing)}")
         if entry.get("direction", "both") not in ("both", "each"):
             raise ValueError(f"{FILE}: [{key}] direction must be 'both' or 'each', not {entry['direction']!r}")
-        figures[key] = Figure(key, float(entry["value"]), entry["unit"], entry["what"], entry["source"],
-                              entry.get("direction", ""))
+        figures[key] = Figure(
+            key, float(entry["value"]), entry["unit"], entry["what"], entry["source"], entry.get("direction", "")
+        )
     return figures
 
 
 def get(key):
     figure = _lookup(key)
     if figure.direction:
-        raise KeyError(f"{key!r} is a link bandwidth: read it with published.link({key!r}) (.one_way is what a "
-                       "ring sends at; the datasheet may count both directions)")
+        raise KeyError(
+            f"{key!r} is a link bandwidth: read it with published.link({key!r}) (.one_way is what a "
+            "ring sends at; the datasheet may count both directions)"
+        )
     return figure
 
 
@@ -88,6 +91,7 @@ RATE = {"GB/s": 1e9, "Gb/s": 1e9 / 8}  # bytes per second in one unit
 @dataclass(frozen=True)
 class Link:
     """A published link bandwidth, one way: no `.value`, so the datasheet's figure is never divided by."""
+
     id: str
     one_way: float  # bytes/s in one direction: what a ring collective's sends run at
     figure: Figure  # the datasheet entry, for citing

@@ -42,8 +42,10 @@ def _notice(text, name):
     nb = json.loads(text)
     for cell in nb.get("cells", []):
         if cell.get("id") == "generated-notice":
-            cell["source"] = (f"*Your working copy of `{name}`, made by `make lab`: edit it freely; "
-                              "`make notebooks` and `git pull` never touch it.*")
+            cell["source"] = (
+                f"*Your working copy of `{name}`, made by `make lab`: edit it freely; "
+                "`make notebooks` and `git pull` never touch it.*"
+            )
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -99,9 +101,16 @@ def lab_command(notebook=FIRST, root=WORK, port=None, token=None, open_browser=T
     127.0.0.1 only and asks for a token (a random one unless given), so no one else on the network
     can run code in your kernels. The URL it prints opens `notebook` (relative to root). The
     browser test starts the same command with a known port and token."""
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--ip=127.0.0.1", f"--ServerApp.root_dir={root}",
-           f"--LabApp.app_settings_dir={LAB_SETTINGS}",  # overrides.json: no news or update prompt
-           "--LanguageServerManager.autodetect=False"]  # no language servers: no log line listing them
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={LAB_SETTINGS}",  # overrides.json: no news or update prompt
+        "--LanguageServerManager.autodetect=False",
+    ]  # no language servers: no log line listing them
     if notebook is not None:
         cmd.append(f"--LabApp.default_url=/lab/tree/{notebook}")  # the URL printed opens it
     if port is not None:
@@ -128,13 +137,19 @@ def main(argv=None):
     if copied:
         print(f"trainlab: copied {', '.join(copied)} into {where}/ (your working copies)")
     for name in changed:
-        print(f"trainlab: notebooks/{name} changed since your copy was made; yours is kept. To take the new one: "
-              f"python -m trainlab.workspace --refresh {name}")
-    print(f"trainlab: your notebooks and the lab scripts are in {where}/, which JupyterLab serves; "
-          "notebooks/ is regenerated, do not edit it")
+        print(
+            f"trainlab: notebooks/{name} changed since your copy was made; yours is kept. To take the new one: "
+            f"python -m trainlab.workspace --refresh {name}"
+        )
+    print(
+        f"trainlab: your notebooks and the lab scripts are in {where}/, which JupyterLab serves; "
+        "notebooks/ is regenerated, do not edit it"
+    )
     if args.open:
-        print("trainlab: on a remote machine, forward the port first (ssh -L 8888:127.0.0.1:8888 you@host), "
-              "then open the URL below on your own computer")
+        print(
+            "trainlab: on a remote machine, forward the port first (ssh -L 8888:127.0.0.1:8888 you@host), "
+            "then open the URL below on your own computer"
+        )
         sys.stdout.flush()
         cmd = lab_command()
         os.chdir(WORK)  # kernels start in the learner's folder, where the notebooks' links point

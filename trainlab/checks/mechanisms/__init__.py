@@ -40,8 +40,14 @@ from trainlab.checks.mechanisms.outcome import GUARDS, GradientNotCut, Learns, R
 from trainlab.checks.mechanisms.precision import Fp32MasterWeights, GradientsRepresentable, NoFloat64, UpdatesKept
 from trainlab.doctor import causes
 
-CATEGORY_FILES = {"data": data, "model": model, "loss": loss, "optimizer": optimizer, "device": device,
-                  "precision": precision}
+CATEGORY_FILES = {
+    "data": data,
+    "model": model,
+    "loss": loss,
+    "optimizer": optimizer,
+    "device": device,
+    "precision": precision,
+}
 
 
 def _gather():
@@ -52,9 +58,35 @@ def _gather():
 # cause id -> what must hold in the learner's run; what drills judge each generated script by
 BY_CAUSE = _gather()
 
-__all__ = ["AllParamsOptimized", "AtMost", "BY_CAUSE", "BatchAtLeast", "BatchesDiffer", "ClassesPerBatch",
-           "Fp32MasterWeights", "FreshGradients", "GUARDS", "GradientNotCut", "GradientsAtStep",
-           "GradientsRepresentable", "GraphsReleased", "HostReadsAtMost", "InputsNormalised", "LabelsInformative",
-           "Learns", "LogitsIntoLoss", "LossGradientMatches", "NoConstantWeights", "NoFloat64", "ReportKept",
-           "ScheduleMatches", "StepEveryBackward", "UnitsFire", "UpdatesKept", "WeightDecayAtMost",
-           "data_wait_at_most", "graph_growth_at_most", "sample_fetches_at_most"]
+__all__ = [
+    "AllParamsOptimized",
+    "AtMost",
+    "BY_CAUSE",
+    "BatchAtLeast",
+    "BatchesDiffer",
+    "ClassesPerBatch",
+    "Fp32MasterWeights",
+    "FreshGradients",
+    "GUARDS",
+    "GradientNotCut",
+    "GradientsAtStep",
+    "GradientsRepresentable",
+    "GraphsReleased",
+    "HostReadsAtMost",
+    "InputsNormalised",
+    "LabelsInformative",
+    "Learns",
+    "LogitsIntoLoss",
+    "LossGradientMatches",
+    "NoConstantWeights",
+    "NoFloat64",
+    "ReportKept",
+    "ScheduleMatches",
+    "StepEveryBackward",
+    "UnitsFire",
+    "UpdatesKept",
+    "WeightDecayAtMost",
+    "data_wait_at_most",
+    "graph_growth_at_most",
+    "sample_fetches_at_most",
+]

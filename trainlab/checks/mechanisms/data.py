@@ -19,14 +19,19 @@ class InputsNormalised:
             return
         if want:
             ratio = stats["std"] / want["std"] if want["std"] else float("inf")
-            if (abs(stats["mean"] - want["mean"]) > bounds["mean_from_reference"]
-                    or not 1 / bounds["std_ratio"] <= ratio <= bounds["std_ratio"]):
-                raise Incorrect(f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
-                                f"{stats['std']:.2f}; the solution's input has mean {want['mean']:.2f} and standard "
-                                f"deviation {want['std']:.2f}")
+            if (
+                abs(stats["mean"] - want["mean"]) > bounds["mean_from_reference"]
+                or not 1 / bounds["std_ratio"] <= ratio <= bounds["std_ratio"]
+            ):
+                raise Incorrect(
+                    f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
+                    f"{stats['std']:.2f}; the solution's input has mean {want['mean']:.2f} and standard "
+                    f"deviation {want['std']:.2f}"
+                )
         elif abs(stats["mean"]) > bounds["abs_mean"] or not bounds["std_below"] < stats["std"] < bounds["std_above"]:
-            raise Incorrect(f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation "
-                            f"{stats['std']:.2f}")
+            raise Incorrect(
+                f"the model's first input batch has mean {stats['mean']:.2f} and standard deviation {stats['std']:.2f}"
+            )
 
 
 @dataclass(frozen=True)
@@ -36,9 +41,11 @@ class LabelsInformative:
     def judge(self, mine, ref):
         test, least = mine.get("label_test"), causes.limit("labels-misaligned", "check")
         if test and test["accuracy"] < test["chance"] + least["stderrs"] * test["stderr"]:
-            raise Incorrect(f"a nearest-class-mean classifier on the batches the model saw predicts their labels "
-                            f"{test['accuracy']:.1%} of the time; always guessing the commonest class gets "
-                            f"{test['chance']:.1%}")
+            raise Incorrect(
+                f"a nearest-class-mean classifier on the batches the model saw predicts their labels "
+                f"{test['accuracy']:.1%} of the time; always guessing the commonest class gets "
+                f"{test['chance']:.1%}"
+            )
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ class AtMost:
 def data_wait_at_most(share=None):
     """data-loader-starves: the share of each step spent waiting for the next batch (None: the check's limit)."""
     share = causes.limit("data-loader-starves", "check")["wait_share"] if share is None else share
-    return AtMost("data_wait_share", share, "{value:.0%} of each step is spent waiting for the next batch "
-                                            "(at most {limit:.0%})")
+    return AtMost(
+        "data_wait_share", share, "{value:.0%} of each step is spent waiting for the next batch (at most {limit:.0%})"
+    )
 
 
 def sample_fetches_at_most(most=None):
@@ -35,15 +36,23 @@ def sample_fetches_at_most(most=None):
     in the training process per step (per-sample Python work on the critical path). Unlike the
     share of time waiting, a busy machine cannot move it. None: the check's limit."""
     most = causes.limit("data-loader-starves", "check")["sample_fetches"] if most is None else most
-    return AtMost("sample_fetches_per_step", most, "each step still assembles its batch one sample at a time in "
-                  "the training process ({value:.0f} per-sample fetches per step, at most {limit:.0f}): the step is "
-                  "waiting for the next batch to be built in Python")
+    return AtMost(
+        "sample_fetches_per_step",
+        most,
+        "each step still assembles its batch one sample at a time in "
+        "the training process ({value:.0f} per-sample fetches per step, at most {limit:.0f}): the step is "
+        "waiting for the next batch to be built in Python",
+    )
 
 
 def graph_growth_at_most(bytes_per_step):
     """graph-kept-alive: autograd graph memory kept alive, growth per step."""
-    return AtMost("saved_growth_per_step", bytes_per_step, "memory held by autograd graphs grows by {value:.1f} MB "
-                  "per step (at most {limit:.1f})", scale=MB)
+    return AtMost(
+        "saved_growth_per_step",
+        bytes_per_step,
+        "memory held by autograd graphs grows by {value:.1f} MB per step (at most {limit:.1f})",
+        scale=MB,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,10 @@ class GraphsReleased:
         held, ref_held = max(kept, default=0), max(ref.get("graph_nodes_kept_after_step") or [], default=0)
         if held > ref_held:
             at = kept.index(held) + 1
-            raise Incorrect(f"after step {at}, {held} nodes of the autograd graphs of earlier steps were still alive, "
-                            f"kept by tensors the script holds (the solution's run: at most {ref_held})")
+            raise Incorrect(
+                f"after step {at}, {held} nodes of the autograd graphs of earlier steps were still alive, "
+                f"kept by tensors the script holds (the solution's run: at most {ref_held})"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,9 +85,11 @@ class HostReadsAtMost:
 
     def judge(self, mine, ref):
         if mine["host_reads_mean"] > self.mean or mine["host_reads_max"] > self.most:
-            raise Incorrect(f"host reads of tensor values (each a device sync on a GPU) per step: mean "
-                            f"{mine['host_reads_mean']:.0f}, most {mine['host_reads_max']}; at most {self.mean:g} "
-                            f"on average and {self.most} on any step")
+            raise Incorrect(
+                f"host reads of tensor values (each a device sync on a GPU) per step: mean "
+                f"{mine['host_reads_mean']:.0f}, most {mine['host_reads_max']}; at most {self.mean:g} "
+                f"on average and {self.most} on any step"
+            )
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ class LogitsIntoLoss:
     def judge(self, mine, ref):
         calls = mine["probabilities_into_loss"]
         if calls:
-            raise Incorrect(f"in {calls} of its first calls, cross-entropy received rows that are probabilities "
-                            "(non-negative, summing to 1)")
+            raise Incorrect(
+                f"in {calls} of its first calls, cross-entropy received rows that are probabilities "
+                "(non-negative, summing to 1)"
+            )
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,11 @@ class LossGradientMatches:
         norms = math.sqrt(sum(a * a for a in got)) * math.sqrt(sum(b * b for b in want))
         cosine = dot / norms if norms else 0.0
         if cosine < self.least:
-            raise Incorrect(f"on the first batch, the loss's gradient with respect to the logits (the last Linear "
-                            f"layer's output) points another way than the solution's: cosine {cosine:.2f}, at least "
-                            f"{self.least:g} needed (any scale passes)")
+            raise Incorrect(
+                f"on the first batch, the loss's gradient with respect to the logits (the last Linear "
+                f"layer's output) points another way than the solution's: cosine {cosine:.2f}, at least "
+                f"{self.least:g} needed (any scale passes)"
+            )
 
 
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).

@@ -14,8 +14,10 @@ class NoConstantWeights:
         stds = mine["init_weight_std"]
         constant = [name for name, std in stds.items() if std == 0.0]
         if len(constant) >= causes.limit("zero-initialisation", "check")["constant_tensors"]:
-            raise Incorrect(f"{len(constant)} of {len(stds)} weight tensors are constant when training starts "
-                            f"({', '.join(constant[:4])}{', ...' if len(constant) > 4 else ''})")
+            raise Incorrect(
+                f"{len(constant)} of {len(stds)} weight tensors are constant when training starts "
+                f"({', '.join(constant[:4])}{', ...' if len(constant) > 4 else ''})"
+            )
 
 
 @dataclass(frozen=True)

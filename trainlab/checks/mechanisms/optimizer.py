@@ -17,8 +17,10 @@ class FreshGradients:
     def judge(self, mine, ref):
         stale = mine["stale_grads"]
         if any(stale):
-            raise Incorrect(f"at {sum(stale)} of {len(stale)} optimizer steps, .grad still held the previous "
-                            "step's gradients: nothing cleared them in between")
+            raise Incorrect(
+                f"at {sum(stale)} of {len(stale)} optimizer steps, .grad still held the previous "
+                "step's gradients: nothing cleared them in between"
+            )
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,9 @@ class ScheduleMatches:
     def judge(self, mine, ref):
         for step, (got, want) in enumerate(zip(mine["lr"], ref["lr"]), start=1):
             if not math.isclose(got, want, rel_tol=self.rtol):
-                raise Incorrect(f"the learning rate at step {step} is {got:.3g}; the reference schedule is at "
-                                f"{want:.3g} there")
+                raise Incorrect(
+                    f"the learning rate at step {step} is {got:.3g}; the reference schedule is at {want:.3g} there"
+                )
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,10 @@ class AllParamsOptimized:
 
     def judge(self, mine, ref):
         if mine["params_not_optimized"]:
-            raise Incorrect(f"{mine['params_not_optimized']} parameter tensors the forward pass uses are in no "
-                            "optimizer's param groups")
+            raise Incorrect(
+                f"{mine['params_not_optimized']} parameter tensors the forward pass uses are in no "
+                "optimizer's param groups"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,10 @@ class WeightDecayAtMost:
     def judge(self, mine, ref):
         for o in mine["optimizers"]:
             if o.get("weight_decay", 0.0) > self.most:
-                raise Incorrect(f"{o['type']} has weight_decay={o['weight_decay']:g}: at lr {o.get('lr', 0):g} each "
-                                f"step shrinks every weight by {o.get('lr', 0) * o['weight_decay']:.1%}")
+                raise Incorrect(
+                    f"{o['type']} has weight_decay={o['weight_decay']:g}: at lr {o.get('lr', 0):g} each "
+                    f"step shrinks every weight by {o.get('lr', 0) * o['weight_decay']:.1%}"
+                )
 
 
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).

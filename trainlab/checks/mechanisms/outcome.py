@@ -26,8 +26,9 @@ class GradientNotCut:
     def judge(self, mine, ref):
         ratios = sorted(mine.get("clip_ratios", []))
         if ratios and ratios[len(ratios) // 2] < self.min_ratio:
-            raise Incorrect(f"gradient clipping leaves the median step's gradient {ratios[len(ratios) // 2]:.0%} of "
-                            "its norm")
+            raise Incorrect(
+                f"gradient clipping leaves the median step's gradient {ratios[len(ratios) // 2]:.0%} of its norm"
+            )
 
 
 GUARDS = (GradientNotCut(),)
@@ -53,15 +54,21 @@ class ReportKept:
                 raise Incorrect(f"`{name}` no longer exists when the run stops after {mine['steps']} steps")
             flat_got, flat_want = _flat(got), _flat(want)
             if len(flat_got) != len(flat_want):
-                raise Incorrect(f"after {mine['steps']} steps `{name}` holds {len(flat_got)} values; the shipped "
-                                f"script's computation holds {len(flat_want)}")
+                raise Incorrect(
+                    f"after {mine['steps']} steps `{name}` holds {len(flat_got)} values; the shipped "
+                    f"script's computation holds {len(flat_want)}"
+                )
             if not math.isclose(sum(flat_got), sum(flat_want), rel_tol=self.total, abs_tol=1e-6):
-                raise Incorrect(f"after {mine['steps']} steps `{name}` sums to {sum(flat_got):.6g}; the shipped "
-                                f"script's computation gives {sum(flat_want):.6g}")
+                raise Incorrect(
+                    f"after {mine['steps']} steps `{name}` sums to {sum(flat_got):.6g}; the shipped "
+                    f"script's computation gives {sum(flat_want):.6g}"
+                )
             gap, at = max((abs(a - b) / max(abs(b), 2.0), i) for i, (a, b) in enumerate(zip(flat_got, flat_want)))
             if gap > self.entry:
-                raise Incorrect(f"after {mine['steps']} steps entry {at} of `{name}` is {flat_got[at]:.6g}; the "
-                                f"shipped script's computation gives {flat_want[at]:.6g} ({gap:.0%} apart)")
+                raise Incorrect(
+                    f"after {mine['steps']} steps entry {at} of `{name}` is {flat_got[at]:.6g}; the "
+                    f"shipped script's computation gives {flat_want[at]:.6g} ({gap:.0%} apart)"
+                )
 
 
 def _flat(values):

@@ -23,8 +23,9 @@ class Fp32MasterWeights:
         params = sorted({d for o in mine["optimizers"] for d in o["param_dtypes"]})
         state = sorted({d for o in mine["optimizers"] for d in o.get("state_dtypes", [])})
         if any(d in LOW_PRECISION for d in params + state):
-            raise Incorrect(f"the optimizer updates {', '.join(params)} parameters and keeps "
-                            f"{', '.join(state) or 'no'} state")
+            raise Incorrect(
+                f"the optimizer updates {', '.join(params)} parameters and keeps {', '.join(state) or 'no'} state"
+            )
         share = _low_share(mine)
         most = causes.limit("fp16-master-weights", "check")["low_precision_share"]
         wanted = self.min_low_share if self.min_low_share is not None else min(most, _low_share(ref))
@@ -45,16 +46,22 @@ class UpdatesKept:
     def judge(self, mine, ref):
         lost, ref_lost = _mean(mine.get("lost_update_shares")), _mean(ref.get("lost_update_shares"))
         if lost is None and ref_lost is not None:
-            raise Incorrect("the weights the optimizer updates could not be followed from one step to the next (their "
-                            "shapes change between steps): keep one set of weights that the optimizer updates")
+            raise Incorrect(
+                "the weights the optimizer updates could not be followed from one step to the next (their "
+                "shapes change between steps): keep one set of weights that the optimizer updates"
+            )
         if lost is not None and lost > (ref_lost or 0.0) + self.most:
-            raise Incorrect(f"from one optimizer step to the next, {lost:.0%} of the weights that had a nonzero "
-                            f"gradient kept exactly the same value (the solution's run: {ref_lost or 0.0:.0%})")
+            raise Incorrect(
+                f"from one optimizer step to the next, {lost:.0%} of the weights that had a nonzero "
+                f"gradient kept exactly the same value (the solution's run: {ref_lost or 0.0:.0%})"
+            )
         rewritten = _mean(mine.get("rewritten_shares"))
         if rewritten is not None and rewritten > (_mean(ref.get("rewritten_shares")) or 0.0) + self.most:
-            raise Incorrect(f"between one optimizer step and the next, {rewritten:.0%} of the entries of the weights "
-                            "the optimizer updates were overwritten: weights re-made from a lower-precision copy lose "
-                            "what the optimizer added")
+            raise Incorrect(
+                f"between one optimizer step and the next, {rewritten:.0%} of the entries of the weights "
+                "the optimizer updates were overwritten: weights re-made from a lower-precision copy lose "
+                "what the optimizer added"
+            )
 
 
 @dataclass(frozen=True)
@@ -70,15 +77,20 @@ class GradientsRepresentable:
     def judge(self, mine, ref):
         zero, ref_zero = _mean(mine.get("zero_grad_shares")), _mean(ref.get("zero_grad_shares")) or 0.0
         if zero is not None and zero > ref_zero + self.most:
-            raise Incorrect(f"{zero:.0%} of the gradient entries the optimizer received were exactly zero (the "
-                            f"solution's run: {ref_zero:.0%})")
+            raise Incorrect(
+                f"{zero:.0%} of the gradient entries the optimizer received were exactly zero (the "
+                f"solution's run: {ref_zero:.0%})"
+            )
         if _low_share(mine) < causes.limit("fp16-gradient-underflow", "check")["low_precision_share"]:
-            raise Incorrect(f"{_low_share(mine):.0%} of layer outputs are float16 or bfloat16: the layers compute in "
-                            "float32")
+            raise Incorrect(
+                f"{_low_share(mine):.0%} of layer outputs are float16 or bfloat16: the layers compute in float32"
+            )
         at, ref_at = _mean(mine.get("boundary_zero_shares")), _mean(ref.get("boundary_zero_shares")) or 0.0
         if at is not None and at > ref_at + self.most:
-            raise Incorrect(f"in backward, {at:.0%} of the gradient entries reaching the 16-bit layer outputs were "
-                            f"exactly zero (the solution's run: {ref_at:.0%})")
+            raise Incorrect(
+                f"in backward, {at:.0%} of the gradient entries reaching the 16-bit layer outputs were "
+                f"exactly zero (the solution's run: {ref_at:.0%})"
+            )
 
 
 def _mean(values):
@@ -97,8 +109,9 @@ class NoFloat64:
     def judge(self, mine, ref):
         dtypes = mine.get("output_dtypes", {})
         if dtypes.get("torch.float64"):
-            raise Incorrect(f"{dtypes['torch.float64']} of {sum(dtypes.values())} layer outputs in the first steps "
-                            "are float64")
+            raise Incorrect(
+                f"{dtypes['torch.float64']} of {sum(dtypes.values())} layer outputs in the first steps are float64"
+            )
 
 
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).

@@ -18,9 +18,21 @@ RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is 
 
 class Captures(Instrument):
     attribute = "captured"  # probe.captured
-    PROVIDES = ("root_input", "init_weight_std", "batch_size", "classes_per_batch", "single_class_batches",
-                "batches_with_targets", "single_class_by_chance", "batches_seen", "distinct_batches", "classes",
-                "chance", "labels_used", "model")
+    PROVIDES = (
+        "root_input",
+        "init_weight_std",
+        "batch_size",
+        "classes_per_batch",
+        "single_class_batches",
+        "batches_with_targets",
+        "single_class_by_chance",
+        "batches_seen",
+        "distinct_batches",
+        "classes",
+        "chance",
+        "labels_used",
+        "model",
+    )
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -43,8 +55,12 @@ class Captures(Instrument):
         module's class and the name in it."""
         name = self.param_names.get(id(param))
         if name is None:
-            others = {id(p): f"{type(m).__name__}.{n}" for m in self._trained if m is not self.root
-                      for n, p in m.named_parameters()}
+            others = {
+                id(p): f"{type(m).__name__}.{n}"
+                for m in self._trained
+                if m is not self.root
+                for n, p in m.named_parameters()
+            }
             name = others.get(id(param), "<a parameter outside the model>")
         return name
 
@@ -86,8 +102,11 @@ class Captures(Instrument):
         with self.probe.internal(), torch.no_grad():
             if x is None or x.is_floating_point():
                 self.root_input = stats(x) if x is not None else None
-                self.init_weights = {n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
-                                     for n, p in module.named_parameters() if p.ndim > 1}
+                self.init_weights = {
+                    n: float(p.detach().float().std()) if p.numel() > 1 else 0.0
+                    for n, p in module.named_parameters()
+                    if p.ndim > 1
+                }
                 self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
             elif not x.is_complex() and x.dtype != torch.bool and x.numel():
                 self.token_ids = int(x.max()) + 1  # integer inputs: token ids (a vocabulary at least this big)
@@ -96,8 +115,13 @@ class Captures(Instrument):
         probe = self.probe
         if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
-            if (x is not None and x.dtype in TOKEN_DTYPES and x.ndim == 2 and x.shape[0] > 1
-                    and len(self.token_batches) < KEEP_BATCHES):
+            if (
+                x is not None
+                and x.dtype in TOKEN_DTYPES
+                and x.ndim == 2
+                and x.shape[0] > 1
+                and len(self.token_batches) < KEEP_BATCHES
+            ):
                 # token ids (a language model's (batch, time) batch): a hash of the whole batch tells repeated
                 # batches apart (a prefix would not: padding, a shared prompt)
                 with probe.internal():
@@ -115,23 +139,28 @@ class Captures(Instrument):
         outputs = self.probe.forward_stats.root_outputs
         targets = [t for t in self.targets if t.ndim == 1 and len(t) > 1 and not t.is_floating_point()]
         views = self.features or self.batches  # images: translation-invariant features (augmented crops)
-        fingerprints = ({v.flatten()[:256].cpu().float().numpy().tobytes() for v in views} if views
-                        else set(self.token_batches))
+        fingerprints = (
+            {v.flatten()[:256].cpu().float().numpy().tobytes() for v in views} if views else set(self.token_batches)
+        )
         single = sum(len(set(t.tolist())) == 1 for t in targets)
         task = self.probe.task.recognise()
-        return {"root_input": self.root_input, "init_weight_std": self.init_weights,
-                "batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
-                "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
-                "single_class_batches": single, "batches_with_targets": len(targets),
-                "single_class_by_chance": single_class_by_chance(targets, output_classes(outputs)),
-                "batches_seen": len(views) or len(self.token_batches),
-                "distinct_batches": len(fingerprints),
-                # classes and chance fit the task: a language model's classes are its vocabulary, and
-                # the commonest token is no chance level; a regression or a GAN has neither
-                "labels_used": labels_used(targets),
-                "model": type(self.root).__name__ if self.root is not None else None,
-                "classes": classes(outputs[:DETAIL_STEPS]) if uses_chance(task) else task.get("vocabulary"),
-                "chance": chance(self.targets) if uses_chance(task) else None}
+        return {
+            "root_input": self.root_input,
+            "init_weight_std": self.init_weights,
+            "batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
+            "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
+            "single_class_batches": single,
+            "batches_with_targets": len(targets),
+            "single_class_by_chance": single_class_by_chance(targets, output_classes(outputs)),
+            "batches_seen": len(views) or len(self.token_batches),
+            "distinct_batches": len(fingerprints),
+            # classes and chance fit the task: a language model's classes are its vocabulary, and
+            # the commonest token is no chance level; a regression or a GAN has neither
+            "labels_used": labels_used(targets),
+            "model": type(self.root).__name__ if self.root is not None else None,
+            "classes": classes(outputs[:DETAIL_STEPS]) if uses_chance(task) else task.get("vocabulary"),
+            "chance": chance(self.targets) if uses_chance(task) else None,
+        }
 
 
 def classes(outputs):
@@ -195,6 +224,10 @@ def pixel_features(x, side=16, most=2048):
 
 def stats(x):
     x = x.detach().float()
-    return {"mean": float(x.mean()), "std": float(x.std()) if x.numel() > 1 else 0.0,
-            "min": float(x.min()), "max": float(x.max()), "finite": bool(torch.isfinite(x).all())}
-
+    return {
+        "mean": float(x.mean()),
+        "std": float(x.std()) if x.numel() > 1 else 0.0,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "finite": bool(torch.isfinite(x).all()),
+    }

@@ -27,7 +27,9 @@ class StepClock:
     sync_time: list = field(default_factory=list)  # ... inside host reads
     compute_time: list = field(default_factory=list)  # ... in forward, backward and optimizer.step
     backward_time: list = field(default_factory=list)  # ... of which in backward (DDP waits for the other ranks there)
-    model_time: list = field(default_factory=list)  # ... in the model's own training forwards, backward and optimizer step
+    model_time: list = field(
+        default_factory=list
+    )  # ... in the model's own training forwards, backward and optimizer step
     extra_forward_time: list = field(default_factory=list)  # ... in forwards of the model no backward follows
     other_model_time: list = field(default_factory=list)  # ... in other modules called at the top level (a teacher)
     host_reads: list = field(default_factory=list)  # host reads per step
@@ -50,14 +52,21 @@ class StepClock:
         # a pass's forward is a training forward a backward follows; the rest (metrics, a second call
         # on the same batch, evaluation under no_grad) is compute the step could do without
         training = [seconds for grad, seconds in self.forwards if grad]
-        model_forward = sum(training[:max(self.backwards, 1)])
+        model_forward = sum(training[: max(self.backwards, 1)])
         extra = sum(seconds for _, seconds in self.forwards) - model_forward
-        for series, value in ((self.model_time, model_forward + self.backward + self.stepping),
-                              (self.extra_forward_time, extra), (self.other_model_time, self.other_models), (self.step_times, now - self.last_step), (self.data_wait, self.wait),
-                              (self.sync_time, self.sync), (self.compute_time, self.compute),
-                              (self.backward_time, self.backward),
-                              (self.host_reads, self.reads), (self.passes, self.backwards),
-                              (self.sample_fetches, self.fetches)):
+        for series, value in (
+            (self.model_time, model_forward + self.backward + self.stepping),
+            (self.extra_forward_time, extra),
+            (self.other_model_time, self.other_models),
+            (self.step_times, now - self.last_step),
+            (self.data_wait, self.wait),
+            (self.sync_time, self.sync),
+            (self.compute_time, self.compute),
+            (self.backward_time, self.backward),
+            (self.host_reads, self.reads),
+            (self.passes, self.backwards),
+            (self.sample_fetches, self.fetches),
+        ):
             series.append(value)
         self.wait = self.sync = self.compute = self.backward = self.stepping = self.other_models = 0.0
         self.forwards = []
@@ -66,19 +75,38 @@ class StepClock:
     def split(self, steady=slice(None)):
         """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
         (compute), and the rest (Python between ops, idle)."""
-        split = {"data": mean(self.data_wait[steady]), "sync": mean(self.sync_time[steady]),
-                 "compute": mean(self.compute_time[steady])}
+        split = {
+            "data": mean(self.data_wait[steady]),
+            "sync": mean(self.sync_time[steady]),
+            "compute": mean(self.compute_time[steady]),
+        }
         split["other"] = max(mean(self.step_times[steady]) - sum(split.values()), 0.0)
         return split
 
 
 class Clock(Instrument, StepClock):
     attribute = "clock"  # probe.clock
-    PROVIDES = ("step_s", "data_wait_share", "time_split", "host_reads_per_step", "host_reads_per_pass",
-                "host_reads_mean", "host_reads_max", "passes_per_step", "sample_fetches_per_step", "step_median_s",
-                "data_wait_median_s",
-                "model_s", "extra_forward_s", "other_models_s", "timed_steps", "intra_op_threads", "default_threads",
-                "cores", "compute_device")
+    PROVIDES = (
+        "step_s",
+        "data_wait_share",
+        "time_split",
+        "host_reads_per_step",
+        "host_reads_per_pass",
+        "host_reads_mean",
+        "host_reads_max",
+        "passes_per_step",
+        "sample_fetches_per_step",
+        "step_median_s",
+        "data_wait_median_s",
+        "model_s",
+        "extra_forward_s",
+        "other_models_s",
+        "timed_steps",
+        "intra_op_threads",
+        "default_threads",
+        "cores",
+        "compute_device",
+    )
 
     def __init__(self, probe):
         Instrument.__init__(self, probe)
@@ -90,9 +118,11 @@ class Clock(Instrument, StepClock):
         self.host_reads_mode = HostReads(self)
 
     def patches(self):
-        return [*self.host_reads_mode.patches(),
-                (dataloader._BaseDataLoaderIter, "__next__", self._wrap_next),
-                (data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch)]
+        return [
+            *self.host_reads_mode.patches(),
+            (dataloader._BaseDataLoaderIter, "__next__", self._wrap_next),
+            (data_fetch._MapDatasetFetcher, "fetch", self._wrap_fetch),
+        ]
 
     def install(self):
         self.default_threads = torch.get_num_threads()
@@ -192,24 +222,32 @@ class Clock(Instrument, StepClock):
         # a read per forward-backward pass is one per pass however many passes a step makes (LBFGS
         # evaluates its closure up to 20 times a step; gradient accumulation runs several)
         per_pass = [r / max(p, 1) for r, p in zip(reads, passes)]
-        return {"step_s": step_s / max(len(self.step_times[steady]), 1),
-                "data_wait_share": wait_s / step_s if step_s else 0.0, "time_split": self.split(steady),
-                "host_reads_per_step": median(reads), "host_reads_per_pass": median(per_pass),
-                "passes_per_step": median(passes), "host_reads_mean": mean(reads),
-                "host_reads_max": max(reads, default=0),
-                "sample_fetches_per_step": median(self.sample_fetches[steady]),
-                **self.medians(), **self.threads()}
+        return {
+            "step_s": step_s / max(len(self.step_times[steady]), 1),
+            "data_wait_share": wait_s / step_s if step_s else 0.0,
+            "time_split": self.split(steady),
+            "host_reads_per_step": median(reads),
+            "host_reads_per_pass": median(per_pass),
+            "passes_per_step": median(passes),
+            "host_reads_mean": mean(reads),
+            "host_reads_max": max(reads, default=0),
+            "sample_fetches_per_step": median(self.sample_fetches[steady]),
+            **self.medians(),
+            **self.threads(),
+        }
 
     def medians(self):
         """Medians over the steps after the probe's inspected ones (its instruments' work there falls
         outside the model's timed regions), or over all but the first when the run is short."""
         timed = slice(DETAIL_STEPS, None) if len(self.step_times) >= DETAIL_STEPS + 5 else slice(1, None)
-        return {"step_median_s": median_float(self.step_times[timed]) or 0.0,
-                "data_wait_median_s": median_float(self.data_wait[timed]) or 0.0,
-                "model_s": median_float(self.model_time[timed]) or 0.0,
-                "extra_forward_s": median_float(self.extra_forward_time[timed]) or 0.0,
-                "other_models_s": median_float(self.other_model_time[timed]) or 0.0,
-                "timed_steps": len(self.step_times[timed])}
+        return {
+            "step_median_s": median_float(self.step_times[timed]) or 0.0,
+            "data_wait_median_s": median_float(self.data_wait[timed]) or 0.0,
+            "model_s": median_float(self.model_time[timed]) or 0.0,
+            "extra_forward_s": median_float(self.extra_forward_time[timed]) or 0.0,
+            "other_models_s": median_float(self.other_model_time[timed]) or 0.0,
+            "timed_steps": len(self.step_times[timed]),
+        }
 
     def threads(self):
         """Intra-op threads now against torch's own count when the run began (physical cores, or what
@@ -221,6 +259,9 @@ class Clock(Instrument, StepClock):
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("WORLD_SIZE") or 1)
         if dist.is_available() and dist.is_initialized():
             local_ranks = max(local_ranks, dist.get_world_size())
-        return {"intra_op_threads": torch.get_num_threads(), "default_threads": self.default_threads,
-                "cores": max(cores // max(local_ranks, 1), 1),
-                "compute_device": param.device.type if param is not None else None}
+        return {
+            "intra_op_threads": torch.get_num_threads(),
+            "default_threads": self.default_threads,
+            "cores": max(cores // max(local_ranks, 1), 1),
+            "compute_device": param.device.type if param is not None else None,
+        }

@@ -12,7 +12,7 @@ from trainlab.doctor.instruments.base import Instrument
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 SAMPLE_EVERY = 25
-REWRITE_TOLERANCE = 2.0 ** -12  # relative: a weight changed by more than this between steps was rewritten
+REWRITE_TOLERANCE = 2.0**-12  # relative: a weight changed by more than this between steps was rewritten
 
 
 class Formats(Instrument):
@@ -57,8 +57,10 @@ class Formats(Instrument):
             # optimizer's own post-hooks now. Ours runs after the script's pre-hooks, before its post-hooks.
             post = optimizer.register_step_post_hook(lambda o, args, kwargs: self._update_ends(o))
             optimizer._optimizer_step_post_hooks.move_to_end(post.id, last=False)
-            self._hooked[optimizer] = (optimizer.register_step_pre_hook(lambda o, args, kwargs: self._update_starts(o)),
-                                       post)
+            self._hooked[optimizer] = (
+                optimizer.register_step_pre_hook(lambda o, args, kwargs: self._update_starts(o)),
+                post,
+            )
 
     def _update_starts(self, optimizer):
         if self.sampled():
@@ -68,13 +70,21 @@ class Formats(Instrument):
     def _update_ends(self, optimizer):
         if self.sampled():
             with self.probe.internal(), torch.no_grad():
-                self._after_update = (self.probe.steps, [p.detach().clone() for g in optimizer.param_groups
-                                                         for p in g["params"]])
+                self._after_update = (
+                    self.probe.steps,
+                    [p.detach().clone() for g in optimizer.param_groups for p in g["params"]],
+                )
 
     def watch_output(self, module, out):
         """A 16-bit output of a leaf layer in a sampled training forward: count the zeros its gradient brings."""
-        if (out is not None and out.dtype in (torch.float16, torch.bfloat16) and out.requires_grad
-                and self.probe.in_training_forward and self.sampled() and not any(True for _ in module.children())):
+        if (
+            out is not None
+            and out.dtype in (torch.float16, torch.bfloat16)
+            and out.requires_grad
+            and self.probe.in_training_forward
+            and self.sampled()
+            and not any(True for _ in module.children())
+        ):
             out.register_hook(self._count_boundary_zeros)  # leaf layers only: each output counted once
 
     def _record(self, params):
@@ -110,8 +120,10 @@ class Formats(Instrument):
                     checked += value.numel()
             if checked:
                 self.rewritten_shares.append(changed / checked)
-        self._previous_start = (steps, [(p.detach().clone(), p.grad != 0) if p.grad is not None else (None, None)
-                                        for p in params])
+        self._previous_start = (
+            steps,
+            [(p.detach().clone(), p.grad != 0) if p.grad is not None else (None, None) for p in params],
+        )
 
     def _count_boundary_zeros(self, grad):
         """A tensor hook on a 16-bit layer output: count the gradient entries that arrive as zero."""
@@ -120,5 +132,9 @@ class Formats(Instrument):
             self._boundary[1] += grad.numel()
 
     def summary(self):
-        return {"zero_grad_shares": self.zero_grad_shares, "lost_update_shares": self.lost_update_shares,
-                "rewritten_shares": self.rewritten_shares, "boundary_zero_shares": self.boundary_zero_shares}
+        return {
+            "zero_grad_shares": self.zero_grad_shares,
+            "lost_update_shares": self.lost_update_shares,
+            "rewritten_shares": self.rewritten_shares,
+            "boundary_zero_shares": self.boundary_zero_shares,
+        }

@@ -70,13 +70,23 @@ class ForwardStats(Instrument):
             if is_root and len(self.root_finite) < probe.progress() + 1:
                 self.root_finite.append(finite)
             if not finite and self.first_nonfinite is None:
-                finite_in = all(bool(torch.isfinite(t).all()) for t in inputs
-                                if isinstance(t, torch.Tensor) and t.is_floating_point())
+                finite_in = all(
+                    bool(torch.isfinite(t).all())
+                    for t in inputs
+                    if isinstance(t, torch.Tensor) and t.is_floating_point()
+                )
                 if finite_in:
-                    self.first_nonfinite = {"module": type(module).__name__, "step": probe.progress() + 1,
-                                            "repr": repr(module)[:120]}
+                    self.first_nonfinite = {
+                        "module": type(module).__name__,
+                        "step": probe.progress() + 1,
+                        "repr": repr(module)[:120],
+                    }
 
     def summary(self):
-        return {"root_outputs": self.root_outputs[:DETAIL_STEPS], "output_dtypes": self.output_dtypes,
-                "dead_relu": [sum(v) / len(v) for v in self.dead_relu.values()],
-                "first_nonfinite": self.first_nonfinite, "root_finite": self.root_finite}
+        return {
+            "root_outputs": self.root_outputs[:DETAIL_STEPS],
+            "output_dtypes": self.output_dtypes,
+            "dead_relu": [sum(v) / len(v) for v in self.dead_relu.values()],
+            "first_nonfinite": self.first_nonfinite,
+            "root_finite": self.root_finite,
+        }

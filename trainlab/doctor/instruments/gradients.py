@@ -12,8 +12,15 @@ DETAIL_STEPS = 8  # steps inspected in depth (finite checks, statistics); the re
 
 class Gradients(Instrument):
     attribute = "gradients"  # probe.gradients
-    PROVIDES = ("grad_norms", "clip_ratios", "grad_stats", "stale_grads", "stale_grads_by_updater", "gradient_flow",
-                "cleared_before_step")
+    PROVIDES = (
+        "grad_norms",
+        "clip_ratios",
+        "grad_stats",
+        "stale_grads",
+        "stale_grads_by_updater",
+        "gradient_flow",
+        "cleared_before_step",
+    )
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -30,8 +37,10 @@ class Gradients(Instrument):
         self.cleared = {}
 
     def patches(self):
-        return [(torch.nn.utils, "clip_grad_norm_", self._wrap_clip),
-                (torch.nn.utils, "clip_grad_value_", self._wrap_clip)]
+        return [
+            (torch.nn.utils, "clip_grad_norm_", self._wrap_clip),
+            (torch.nn.utils, "clip_grad_value_", self._wrap_clip),
+        ]
 
     # Stale gradients, per updater (each optimizer, or the script's own update): after it updates,
     # its parameters' gradients must be seen zeroed (None or all zero) at some backward or at its
@@ -106,8 +115,14 @@ class Gradients(Instrument):
                     record[2] += norm == 0
                     self._had_grads.discard(id(optimizer))
                 if probe.steps < DETAIL_STEPS:
-                    self.grad_stats.append({"params": len(params), "with_grad": len(grads), "norm": norm,
-                                            "zero": sum(int(not g.any()) for g in grads)})
+                    self.grad_stats.append(
+                        {
+                            "params": len(params),
+                            "with_grad": len(grads),
+                            "norm": norm,
+                            "zero": sum(int(not g.any()) for g in grads),
+                        }
+                    )
 
     def _wrap_clip(self, original):
         """Gradient clipping: how much of the gradient's norm each call keeps."""
@@ -137,15 +152,28 @@ class Gradients(Instrument):
                 missing.append(name)
             elif not p.grad.any():
                 zero.append(name)
-        return {"params": total, "missing": missing, "zero": zero, "frozen": frozen,
-                "loss_is_leaf": loss.grad_fn is None, "loss_requires_grad": loss.requires_grad}
+        return {
+            "params": total,
+            "missing": missing,
+            "zero": zero,
+            "frozen": frozen,
+            "loss_is_leaf": loss.grad_fn is None,
+            "loss_requires_grad": loss.requires_grad,
+        }
 
     def summary(self):
-        return {"cleared_before_step": [{"optimizer": self._label(o), "steps_checked": checked, "steps_without_grads": zero}
-                                        for o, checked, zero in self.cleared.values()],
-                "grad_norms": self.grad_norms, "clip_ratios": self.clip_ratios, "grad_stats": self.grad_stats,
-                "stale_grads": self.stale_grads, "stale_grads_by_updater": self.stale_by_updater,
-                **self._gradient_flow()}
+        return {
+            "cleared_before_step": [
+                {"optimizer": self._label(o), "steps_checked": checked, "steps_without_grads": zero}
+                for o, checked, zero in self.cleared.values()
+            ],
+            "grad_norms": self.grad_norms,
+            "clip_ratios": self.clip_ratios,
+            "grad_stats": self.grad_stats,
+            "stale_grads": self.stale_grads,
+            "stale_grads_by_updater": self.stale_by_updater,
+            **self._gradient_flow(),
+        }
 
     def _gradient_flow(self):
         """Parameters that got no gradient (None) or an identically zero one after every inspected
@@ -165,19 +193,25 @@ class Gradients(Instrument):
         optimized = {name(p) for p in probe.updates.optimized_params()}
         frozen = seen[-1]["frozen"]
         frozen_in_optimizer = sorted(n for n in frozen if n in optimized)
-        return {"gradient_flow": {
-            "backwards_checked": len(seen), "params": seen[-1]["params"],
-            "no_gradient": never, "no_gradient_modules": modules(never),
-            "none_gradient": sorted(n for n in never if n in seen[-1]["missing"]),
-            "frozen": frozen, "frozen_modules": modules(frozen),
-            "frozen_in_optimizer": frozen_in_optimizer,
-            "frozen_at_init": probe.loads.frozen_at_init(frozen_in_optimizer),
-            "run_without_grad_modules": no_grad_modules,
-            "unused_params": len(never_used),
-            "all_missing_backwards": sum(1 for c in seen if len(c["missing"]) + len(c["zero"]) + len(c["frozen"])
-                                         == c["params"]),
-            "loss_leaf_backwards": sum(1 for c in seen if c["loss_is_leaf"] and c["loss_requires_grad"]),
-        }}
+        return {
+            "gradient_flow": {
+                "backwards_checked": len(seen),
+                "params": seen[-1]["params"],
+                "no_gradient": never,
+                "no_gradient_modules": modules(never),
+                "none_gradient": sorted(n for n in never if n in seen[-1]["missing"]),
+                "frozen": frozen,
+                "frozen_modules": modules(frozen),
+                "frozen_in_optimizer": frozen_in_optimizer,
+                "frozen_at_init": probe.loads.frozen_at_init(frozen_in_optimizer),
+                "run_without_grad_modules": no_grad_modules,
+                "unused_params": len(never_used),
+                "all_missing_backwards": sum(
+                    1 for c in seen if len(c["missing"]) + len(c["zero"]) + len(c["frozen"]) == c["params"]
+                ),
+                "loss_leaf_backwards": sum(1 for c in seen if c["loss_is_leaf"] and c["loss_requires_grad"]),
+            }
+        }
 
 
 def grad_norm(params):

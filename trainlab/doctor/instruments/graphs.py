@@ -101,8 +101,14 @@ class _GraphMarker:
 
 class Graphs(Instrument):
     attribute = "graphs"  # probe.graphs
-    PROVIDES = ("saved_bytes_after_step", "saved_growth_per_step", "graphs_alive_after_step",
-                "losses_alive_after_step", "graph_nodes_alive_after_step", "graph_nodes_kept_after_step")
+    PROVIDES = (
+        "saved_bytes_after_step",
+        "saved_growth_per_step",
+        "graphs_alive_after_step",
+        "losses_alive_after_step",
+        "graph_nodes_alive_after_step",
+        "graph_nodes_kept_after_step",
+    )
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -155,12 +161,15 @@ class Graphs(Instrument):
         self.saved_after_step.append(self.saved.total)
         if steps <= 2 * DETAIL_STEPS:
             self.graphs_alive_after_step.append(self.saved.steps_alive(steps))
-            self.losses_alive_after_step.append(sum(1 for step, ref in self._loss_refs
-                                                    if step < steps - 1 and ref() is not None))
-            self.graph_nodes_alive_after_step.append(sum(1 for step, ref in self._graph_refs
-                                                         if step < steps - 1 and ref() is not None))
-            self.graph_nodes_kept_after_step.append(sum(1 for step, ref in self._node_refs
-                                                        if step < steps - 1 and ref() is not None))
+            self.losses_alive_after_step.append(
+                sum(1 for step, ref in self._loss_refs if step < steps - 1 and ref() is not None)
+            )
+            self.graph_nodes_alive_after_step.append(
+                sum(1 for step, ref in self._graph_refs if step < steps - 1 and ref() is not None)
+            )
+            self.graph_nodes_kept_after_step.append(
+                sum(1 for step, ref in self._node_refs if step < steps - 1 and ref() is not None)
+            )
 
     def _mark(self, loss):
         """Store a marker in the loss's grad_fn: it lives as long as the graph's nodes do, so a weak
@@ -188,9 +197,11 @@ class Graphs(Instrument):
 
     def summary(self):
         saved = self.saved_after_step
-        return {"saved_bytes_after_step": saved,
-                "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
-                "graphs_alive_after_step": self.graphs_alive_after_step,
-                "losses_alive_after_step": self.losses_alive_after_step,
-                "graph_nodes_alive_after_step": self.graph_nodes_alive_after_step,
-                "graph_nodes_kept_after_step": self.graph_nodes_kept_after_step}
+        return {
+            "saved_bytes_after_step": saved,
+            "saved_growth_per_step": (saved[-1] - saved[0]) / (len(saved) - 1) if len(saved) > 1 else 0.0,
+            "graphs_alive_after_step": self.graphs_alive_after_step,
+            "losses_alive_after_step": self.losses_alive_after_step,
+            "graph_nodes_alive_after_step": self.graph_nodes_alive_after_step,
+            "graph_nodes_kept_after_step": self.graph_nodes_kept_after_step,
+        }

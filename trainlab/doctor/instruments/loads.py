@@ -22,8 +22,11 @@ class Loads(Instrument):
         self.loaded_everything = False  # torch.distributed.checkpoint.load: in place, into whatever it was handed
 
     def patches(self):
-        found = [(torch, "compile", self._wrap_compile), (torch.nn.Module, "compile", self._wrap_module_compile),
-                 (torch.nn.Module, "load_state_dict", self._wrap_weights_load)]
+        found = [
+            (torch, "compile", self._wrap_compile),
+            (torch.nn.Module, "compile", self._wrap_module_compile),
+            (torch.nn.Module, "load_state_dict", self._wrap_weights_load),
+        ]
         if "torch.distributed.checkpoint" in sys.modules:  # importing it costs seconds: patched where it is in use
             found.append((sys.modules["torch.distributed.checkpoint"], "load", self._wrap_weights_load))
         return found
@@ -34,8 +37,9 @@ class Loads(Instrument):
         if self.loaded_everything:
             return []
         params = dict(self.probe.captured.root.named_parameters())
-        return sorted(n for n in frozen
-                      if n in params and params[n].ndim > 1 and id(params[n]) not in self.loaded_params)
+        return sorted(
+            n for n in frozen if n in params and params[n].ndim > 1 and id(params[n]) not in self.loaded_params
+        )
 
     def _wrap_compile(self, original):
         loads = self

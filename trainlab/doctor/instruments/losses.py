@@ -16,8 +16,15 @@ CAPTURE_STEPS = 17  # batches whose targets are kept for the label test (with th
 
 class Losses(Instrument):
     attribute = "loss_record"  # probe.loss_record
-    PROVIDES = ("losses", "finite", "batch_accs", "batch_acc", "probabilities_into_loss", "logit_gradient",
-                "loss_inputs")
+    PROVIDES = (
+        "losses",
+        "finite",
+        "batch_accs",
+        "batch_acc",
+        "probabilities_into_loss",
+        "logit_gradient",
+        "loss_inputs",
+    )
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -25,7 +32,9 @@ class Losses(Instrument):
         self.batch_accs = []  # only for live plots (one extra read per step)
         self.batch_acc_tensors = []  # per training loss call, on the device: read at the end
         self.probabilities_into_loss = 0  # cross-entropy calls whose input rows look like probabilities
-        self.score_calls = self.normalised_over_batch = self.nonnegative_logits = 0  # training calls read (_read_scores)
+        self.score_calls = self.normalised_over_batch = self.nonnegative_logits = (
+            0  # training calls read (_read_scores)
+        )
         self.nonfinite_in_a_row = 0
         self.logit_gradient = None  # d loss / d logits of the first training step, flattened (checks only)
         self._logits_hook = None
@@ -33,8 +42,15 @@ class Losses(Instrument):
     def forward_end(self, module, inputs, output, is_root):
         """The last Linear output of the first training forward: its gradient is kept when backward reaches it."""
         probe = self.probe
-        if (probe.every_step and probe.forwards == 1 and probe.in_training_forward and probe.backwards == 0
-                and isinstance(module, torch.nn.Linear) and isinstance(output, torch.Tensor) and output.requires_grad):
+        if (
+            probe.every_step
+            and probe.forwards == 1
+            and probe.in_training_forward
+            and probe.backwards == 0
+            and isinstance(module, torch.nn.Linear)
+            and isinstance(output, torch.Tensor)
+            and output.requires_grad
+        ):
             if self._logits_hook is not None:
                 self._logits_hook.remove()  # a later Linear layer is nearer the loss
             self._logits_hook = output.register_hook(self._keep_logit_gradient)
@@ -74,8 +90,13 @@ class Losses(Instrument):
                         losses._read_scores(x, nll=original.__name__ == "nll_loss")
                     if len(probe.captured.targets) < CAPTURE_STEPS and training:
                         probe.captured.targets.append(target.detach().cpu())
-            if (input.ndim == 2 and target.ndim == 1 and len(input) == len(target) and torch.is_grad_enabled()
-                    and not target.is_floating_point()):
+            if (
+                input.ndim == 2
+                and target.ndim == 1
+                and len(input) == len(target)
+                and torch.is_grad_enabled()
+                and not target.is_floating_point()
+            ):
                 with probe.internal(), torch.no_grad():
                     correct = (input.detach().argmax(1) == target).float().mean()
                     if probe.live_curves:
@@ -104,9 +125,16 @@ class Losses(Instrument):
             self.nonnegative_logits += 1
 
     def summary(self):
-        return {"loss_inputs": {"calls": self.score_calls, "normalised_over_batch": self.normalised_over_batch,
-                                "nonnegative_logits": self.nonnegative_logits},
-                "losses": self.losses, "finite": all(math.isfinite(x) for x in self.losses),
-                "batch_accs": self.batch_accs,
-                "batch_acc": self.batch_accs or [float(a) for a in self.batch_acc_tensors],
-                "probabilities_into_loss": self.probabilities_into_loss, "logit_gradient": self.logit_gradient}
+        return {
+            "loss_inputs": {
+                "calls": self.score_calls,
+                "normalised_over_batch": self.normalised_over_batch,
+                "nonnegative_logits": self.nonnegative_logits,
+            },
+            "losses": self.losses,
+            "finite": all(math.isfinite(x) for x in self.losses),
+            "batch_accs": self.batch_accs,
+            "batch_acc": self.batch_accs or [float(a) for a in self.batch_acc_tensors],
+            "probabilities_into_loss": self.probabilities_into_loss,
+            "logit_gradient": self.logit_gradient,
+        }

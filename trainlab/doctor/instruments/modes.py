@@ -30,9 +30,20 @@ class Modes(Instrument):
             return
         modes = [(name, m) for name, m in module.named_modules() if isinstance(m, MODE_MODULES)]
         in_eval = [name or type(m).__name__ for name, m in modes if not m.training]
-        _, record = self.seen.setdefault(id(module), (module, {
-            "module": type(module).__name__, "training_forwards": 0, "model_in_eval": 0, "modules_in_eval": 0,
-            "mode_modules": 0, "examples": []}))
+        _, record = self.seen.setdefault(
+            id(module),
+            (
+                module,
+                {
+                    "module": type(module).__name__,
+                    "training_forwards": 0,
+                    "model_in_eval": 0,
+                    "modules_in_eval": 0,
+                    "mode_modules": 0,
+                    "examples": [],
+                },
+            ),
+        )
         record["training_forwards"] += 1
         record["model_in_eval"] += not module.training
         record["mode_modules"] = len(modes)
@@ -45,11 +56,20 @@ class Modes(Instrument):
         is known at the end: those whose parameters an optimizer updated, or the model without one."""
         optimized = {id(p) for p in optimizer_params(self.probe.optimizers) if p.requires_grad}
         root = self.probe.captured.root
-        trained = [record for module, record in self.seen.values()
-                   if (any(id(p) in optimized for p in module.parameters()) if optimized else module is root)]
+        trained = [
+            record
+            for module, record in self.seen.values()
+            if (any(id(p) in optimized for p in module.parameters()) if optimized else module is root)
+        ]
         # judged: modules with BatchNorm or Dropout seen in enough training forwards
         records = [r for r in trained if r["training_forwards"] >= 3 and r["mode_modules"]] or trained
         records.sort(key=lambda r: (r["model_in_eval"] / r["training_forwards"], r["modules_in_eval"]), reverse=True)
-        empty = {"module": None, "training_forwards": 0, "model_in_eval": 0, "modules_in_eval": 0, "mode_modules": 0,
-                 "examples": []}
+        empty = {
+            "module": None,
+            "training_forwards": 0,
+            "model_in_eval": 0,
+            "modules_in_eval": 0,
+            "mode_modules": 0,
+            "examples": [],
+        }
         return {"modes": dict(records[0]) if records else empty}

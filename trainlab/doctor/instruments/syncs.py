@@ -36,9 +36,18 @@ from torch.utils.weak import WeakTensorKeyDictionary
 aten = torch.ops.aten
 
 # Operations whose result (a value, or the size of the output) the host must wait for.
-WAITS = {aten._local_scalar_dense.default, aten.equal.default, aten.allclose.default, aten.nonzero.default,
-         aten.masked_select.default, aten._unique2.default, aten._unique.default, aten.unique_dim.default,
-         aten.unique_consecutive.default, aten.bincount.default}
+WAITS = {
+    aten._local_scalar_dense.default,
+    aten.equal.default,
+    aten.allclose.default,
+    aten.nonzero.default,
+    aten.masked_select.default,
+    aten._unique2.default,
+    aten._unique.default,
+    aten.unique_dim.default,
+    aten.unique_consecutive.default,
+    aten.bincount.default,
+}
 BOOLEAN_INDEXING = {aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default}
 CANDIDATES = WAITS | BOOLEAN_INDEXING | {aten.repeat_interleave.Tensor, aten._to_copy.default, aten.copy_.default}
 
@@ -50,8 +59,12 @@ def _boolean_index(args):
 def _copy_to_host(func, args, kwargs):
     if func is aten._to_copy.default:
         target = kwargs.get("device")
-        return (target is not None and torch.device(target).type == "cpu" and args[0].device.type != "cpu"
-                and not kwargs.get("non_blocking", False))
+        return (
+            target is not None
+            and torch.device(target).type == "cpu"
+            and args[0].device.type != "cpu"
+            and not kwargs.get("non_blocking", False)
+        )
     dst, src = args[0], args[1]  # copy_(dst, src, non_blocking)
     non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
     return dst.device.type == "cpu" and src.device.type != "cpu" and not non_blocking
@@ -117,6 +130,7 @@ class HostReads(TorchDispatchMode):
             return
         with _pop_mode_temporarily():
             yield
+
     def counting(self):
         probe = self.clock.probe
         if probe.reading_internally:
@@ -163,8 +177,12 @@ class HostReads(TorchDispatchMode):
 
     # ---------------------------------------------------------------- Python methods with no operation on a CPU
     def patches(self):
-        return [(torch.Tensor, "tolist", self._wrap_read), (torch.Tensor, "numpy", self._wrap_read),
-                (torch.Tensor, "cpu", self._wrap_cpu), (threading.Thread, "run", self._wrap_thread)]
+        return [
+            (torch.Tensor, "tolist", self._wrap_read),
+            (torch.Tensor, "numpy", self._wrap_read),
+            (torch.Tensor, "cpu", self._wrap_cpu),
+            (threading.Thread, "run", self._wrap_thread),
+        ]
 
     def _wrap_thread(self, original):
         """A thread the script starts runs under a mode of its own, counting into the same clock."""

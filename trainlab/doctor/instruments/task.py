@@ -80,28 +80,43 @@ class Task(Instrument):
         optimizers = probe.updates.optimizers
         if len(optimizers) >= 2 and _disjoint(optimizers) and any(calls.get(n) for n in BINARY):
             steps = [self.steps_by_optimizer.get(id(o), 0) for o in optimizers]
-            late = sorted(self.saturation[len(self.saturation) // 2:])
-            return {"kind": "adversarial", "optimizer_steps": steps,
-                    "saturated_share": late[len(late) // 2] if late else None,
-                    "why": f"{len(optimizers)} optimizers over separate parameters and a binary loss "
-                           f"({', '.join(n for n in BINARY if calls.get(n))}): models trained against each other, "
-                           "whose losses are no convergence signal"}
+            late = sorted(self.saturation[len(self.saturation) // 2 :])
+            return {
+                "kind": "adversarial",
+                "optimizer_steps": steps,
+                "saturated_share": late[len(late) // 2] if late else None,
+                "why": f"{len(optimizers)} optimizers over separate parameters and a binary loss "
+                f"({', '.join(n for n in BINARY if calls.get(n))}): models trained against each other, "
+                "whose losses are no convergence signal",
+            }
         if any(calls.get(n) for n in CLASSIFICATION) and self.outputs:
             outputs = max(self.outputs)
             ids, root = probe.captured.token_ids, probe.captured.root
-            embedding = root is not None and any(isinstance(m, torch.nn.Embedding) and m.num_embeddings == outputs
-                                                 for m in root.modules())
+            embedding = root is not None and any(
+                isinstance(m, torch.nn.Embedding) and m.num_embeddings == outputs for m in root.modules()
+            )
             if outputs >= LM_VOCABULARY and ((ids is not None and ids <= outputs) or embedding):
-                reads = (f"integer token ids (up to {ids - 1})" if ids is not None else
-                         f"an embedding of {outputs} tokens")
-                return {"kind": "language-model", "vocabulary": outputs, "unigram_loss": self._unigram_loss(),
-                        "why": f"{reads} in, a cross-entropy over {outputs} outputs: predicting tokens of a vocabulary"}
+                reads = (
+                    f"integer token ids (up to {ids - 1})" if ids is not None else f"an embedding of {outputs} tokens"
+                )
+                return {
+                    "kind": "language-model",
+                    "vocabulary": outputs,
+                    "unigram_loss": self._unigram_loss(),
+                    "why": f"{reads} in, a cross-entropy over {outputs} outputs: predicting tokens of a vocabulary",
+                }
             if self.integer_targets:
-                return {"kind": "classification", "classes": outputs,
-                        "why": f"a cross-entropy over {outputs} outputs with integer class targets"}
+                return {
+                    "kind": "classification",
+                    "classes": outputs,
+                    "why": f"a cross-entropy over {outputs} outputs with integer class targets",
+                }
         if any(calls.get(n) for n in REGRESSION) and not any(calls.get(n) for n in CLASSIFICATION):
             used = [n for n in REGRESSION if calls.get(n)]
-            return {"kind": "regression", "why": f"{', '.join(used)} on real-valued targets: no classes, no chance level"}
+            return {
+                "kind": "regression",
+                "why": f"{', '.join(used)} on real-valued targets: no classes, no chance level",
+            }
         seen = ", ".join(n for n in WATCHED if calls.get(n)) or "no library loss function"
         return {"kind": "unknown", "why": f"{seen}: the loss alone is read"}
 
@@ -136,4 +151,3 @@ def uses_chance(task):
     """Whether classes read off the outputs and batch accuracy against the commonest class are fair
     readings of the run: for a classification, or a loss the task was not recognised from."""
     return task["kind"] in ("classification", "unknown")
-

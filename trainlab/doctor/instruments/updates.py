@@ -13,9 +13,18 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 class Updates(Instrument):
     attribute = "updates"  # probe.updates
-    PROVIDES = ("lr", "optimizers", "params_not_optimized", "params_optimized_unused", "update_ratios",
-                "update_ratio_median", "update_ratio_first", "update_ratio_steps", "updates_by_hand",
-                "iterations_compared")
+    PROVIDES = (
+        "lr",
+        "optimizers",
+        "params_not_optimized",
+        "params_optimized_unused",
+        "update_ratios",
+        "update_ratio_median",
+        "update_ratio_first",
+        "update_ratio_steps",
+        "updates_by_hand",
+        "iterations_compared",
+    )
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -36,8 +45,13 @@ class Updates(Instrument):
         """Copy the model's parameters after an iteration's first backward, while no torch.optim
         optimizer has stepped (once one has, its hooks measure the updates)."""
         probe, root = self.probe, self.probe.captured.root
-        if (self.optimizers or probe.stepping or root is None or self._before_iteration is not None
-                or self.iterations_compared >= DETAIL_STEPS):
+        if (
+            self.optimizers
+            or probe.stepping
+            or root is None
+            or self._before_iteration is not None
+            or self.iterations_compared >= DETAIL_STEPS
+        ):
             return
         with probe.internal(), torch.no_grad():
             self._before_iteration = {p: p.detach().clone() for p in root.parameters() if p.requires_grad}
@@ -78,7 +92,9 @@ class Updates(Instrument):
         ratios = {}
         for p, before in values_before.items():
             norm = float(before.float().norm())
-            if norm > 0 and p.ndim > 1 and p.shape == before.shape:  # weight matrices and kernels: biases and norms start at 0 or 1
+            if (
+                norm > 0 and p.ndim > 1 and p.shape == before.shape
+            ):  # weight matrices and kernels: biases and norms start at 0 or 1
                 ratios[self.probe.captured.name(p)] = float((p.detach().float() - before.float()).norm()) / norm
         return ratios
 
@@ -98,20 +114,31 @@ class Updates(Instrument):
         names = list(dict.fromkeys(n for step in steps for n in step))
         per_param = {n: median_float([step[n] for step in steps if n in step]) for n in names}
         not_optimized, not_used = self.unused_optimizer_params()
-        return {"lr": [lr[0] for lr in self.lrs], "optimizers": [describe(o) for o in self.optimizers],
-                "params_not_optimized": not_optimized, "params_optimized_unused": not_used,
-                "update_ratios": per_param,
-                "update_ratio_median": median_float(list(per_param.values())) if per_param else None,
-                # the first step alone: what the LR gives before gradients left un-zeroed pile up
-                "update_ratio_first": median_float(list(steps[0].values())) if steps and steps[0] else None,
-                "update_ratio_steps": len(steps), "updates_by_hand": self.updates_by_hand,
-                "iterations_compared": self.iterations_compared}
+        return {
+            "lr": [lr[0] for lr in self.lrs],
+            "optimizers": [describe(o) for o in self.optimizers],
+            "params_not_optimized": not_optimized,
+            "params_optimized_unused": not_used,
+            "update_ratios": per_param,
+            "update_ratio_median": median_float(list(per_param.values())) if per_param else None,
+            # the first step alone: what the LR gives before gradients left un-zeroed pile up
+            "update_ratio_first": median_float(list(steps[0].values())) if steps and steps[0] else None,
+            "update_ratio_steps": len(steps),
+            "updates_by_hand": self.updates_by_hand,
+            "iterations_compared": self.iterations_compared,
+        }
 
 
 def describe(optimizer):
     group = optimizer.param_groups[0]
     dtypes = sorted({str(p.dtype) for g in optimizer.param_groups for p in g["params"]})
-    state = sorted({str(v.dtype) for per_param in optimizer.state.values() for v in per_param.values()
-                    if torch.is_tensor(v) and v.is_floating_point() and v.ndim > 0})  # m, v, momentum (not step)
+    state = sorted(
+        {
+            str(v.dtype)
+            for per_param in optimizer.state.values()
+            for v in per_param.values()
+            if torch.is_tensor(v) and v.is_floating_point() and v.ndim > 0
+        }
+    )  # m, v, momentum (not step)
     hyper = {k: v for k, v in group.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return {"type": type(optimizer).__name__, "param_dtypes": dtypes, "state_dtypes": state, **hyper}

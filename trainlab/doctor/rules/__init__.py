@@ -47,5 +47,4 @@ def findings(m, x):
 def _explained(fallback, found):
     """Whether a mechanism's finding above info, with a symptom of the fallback's, explains the run."""
     shared = set(ALL[fallback.cause].symptoms)
-    return any(f.severity != "info" and f.cause not in FALLBACKS and shared & set(ALL[f.cause].symptoms)
-               for f in found)
+    return any(f.severity != "info" and f.cause not in FALLBACKS and shared & set(ALL[f.cause].symptoms) for f in found)

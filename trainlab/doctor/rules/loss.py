@@ -10,10 +10,14 @@ from trainlab.doctor.rules.common import first_nonfinite_step, no_gradient_at_al
 
 def probabilities_into_loss(m, x):
     if m["probabilities_into_loss"]:
-        return Finding("critical", "loss", "softmax-before-cross-entropy",
-                       "cross-entropy receives probabilities (rows >= 0 summing to 1), not logits",
-                       {"calls_with_probabilities": m["probabilities_into_loss"]},
-                       "remove the softmax before the loss: F.cross_entropy applies log-softmax itself")
+        return Finding(
+            "critical",
+            "loss",
+            "softmax-before-cross-entropy",
+            "cross-entropy receives probabilities (rows >= 0 summing to 1), not logits",
+            {"calls_with_probabilities": m["probabilities_into_loss"]},
+            "remove the softmax before the loss: F.cross_entropy applies log-softmax itself",
+        )
 
 
 def unstable_loss(m, x):
@@ -21,11 +25,15 @@ def unstable_loss(m, x):
     module_step = (m["first_nonfinite"] or {}).get("step")
     outputs_finite = m["root_finite"][:step] if step else []
     if step and (module_step is None or step < module_step) and outputs_finite and all(outputs_finite):
-        return Finding("critical", "loss", "unstable-loss",
-                       f"the loss is non-finite at step {step} while the model's outputs are finite",
-                       {"first_nonfinite_loss_step": step, "first_nonfinite_module_step": module_step},
-                       "compute the loss from logits with stable library ops (log_softmax, cross_entropy, "
-                       "binary_cross_entropy_with_logits, kl_div) instead of exp/log by hand")
+        return Finding(
+            "critical",
+            "loss",
+            "unstable-loss",
+            f"the loss is non-finite at step {step} while the model's outputs are finite",
+            {"first_nonfinite_loss_step": step, "first_nonfinite_module_step": module_step},
+            "compute the loss from logits with stable library ops (log_softmax, cross_entropy, "
+            "binary_cross_entropy_with_logits, kl_div) instead of exp/log by hand",
+        )
 
 
 def loss_not_differentiable(m, x):
@@ -35,30 +43,46 @@ def loss_not_differentiable(m, x):
     losses = [v for v in m["losses"] if math.isfinite(v)]
     varies = len(losses) >= 2 and max(losses) > min(losses)
     leaf = flow["loss_leaf_backwards"]
-    return Finding("critical", "loss", "loss-not-differentiable",
-                   (f"backward() ran on a loss that is a leaf tensor ({leaf} of {flow['backwards_checked']} checked): "
-                    "it was made with requires_grad_() or torch.tensor(...), not computed from the model")
-                   if leaf else
-                   f"no parameter got a gradient in {flow['all_missing_backwards']} backwards"
-                   + (" while the loss varies" if varies else ""),
-                   {"loss_leaf_backwards": leaf, "backwards_without_any_gradient": flow["all_missing_backwards"],
-                    "backwards_checked": flow["backwards_checked"], "loss_varies": varies},
-                   "compute the loss from the model's output with differentiable ops (no argmax, .item(), "
-                   ".detach() or torch.tensor() on the way); never silence 'does not require grad' with "
-                   "requires_grad_()")
+    return Finding(
+        "critical",
+        "loss",
+        "loss-not-differentiable",
+        (
+            f"backward() ran on a loss that is a leaf tensor ({leaf} of {flow['backwards_checked']} checked): "
+            "it was made with requires_grad_() or torch.tensor(...), not computed from the model"
+        )
+        if leaf
+        else f"no parameter got a gradient in {flow['all_missing_backwards']} backwards"
+        + (" while the loss varies" if varies else ""),
+        {
+            "loss_leaf_backwards": leaf,
+            "backwards_without_any_gradient": flow["all_missing_backwards"],
+            "backwards_checked": flow["backwards_checked"],
+            "loss_varies": varies,
+        },
+        "compute the loss from the model's output with differentiable ops (no argmax, .item(), "
+        ".detach() or torch.tensor() on the way); never silence 'does not require grad' with "
+        "requires_grad_()",
+    )
 
 
 def softmax_wrong_axis(m, x):
     """Scores normalised over the batch axis: each class's column sums to 1, no image's row does."""
     seen, least = m.get("loss_inputs") or {}, causes.limit("softmax-wrong-axis", "doctor")
-    if (seen.get("calls", 0) >= least["min_calls"]
-            and seen["normalised_over_batch"] >= seen["calls"] * least["call_share"]):
-        return Finding("critical", "loss", "softmax-wrong-axis",
-                       f"the loss gets scores normalised over the batch, not the classes: in "
-                       f"{seen['normalised_over_batch']} of {seen['calls']} training calls each class's column "
-                       "sums to 1 and no image's row does", {"calls_normalised_over_batch": seen["normalised_over_batch"],
-                                                             "calls_checked": seen["calls"]},
-                       "normalise over the classes (dim=1, or dim=-1), or hand cross_entropy the logits")
+    if (
+        seen.get("calls", 0) >= least["min_calls"]
+        and seen["normalised_over_batch"] >= seen["calls"] * least["call_share"]
+    ):
+        return Finding(
+            "critical",
+            "loss",
+            "softmax-wrong-axis",
+            f"the loss gets scores normalised over the batch, not the classes: in "
+            f"{seen['normalised_over_batch']} of {seen['calls']} training calls each class's column "
+            "sums to 1 and no image's row does",
+            {"calls_normalised_over_batch": seen["normalised_over_batch"], "calls_checked": seen["calls"]},
+            "normalise over the classes (dim=1, or dim=-1), or hand cross_entropy the logits",
+        )
 
 
 RULES = [probabilities_into_loss, unstable_loss, loss_not_differentiable, softmax_wrong_axis]

@@ -12,11 +12,18 @@ def bad_initialisation(m, x):
     constant = [name for name, std in stds.items() if std == 0.0]
     share = causes.limit("zero-initialisation", "doctor")["constant_share"]
     if stds and len(constant) >= max(1, int(len(stds) * share)):
-        return Finding("critical", "model", "zero-initialisation",
-                       f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
-                       {"constant_weight_tensors": len(constant), "weight_tensors": len(stds),
-                        "dead_relu_share": max(m["dead_relu"], default=0.0)},
-                       "use the default initialisation (reset_parameters) or a Kaiming/Xavier init")
+        return Finding(
+            "critical",
+            "model",
+            "zero-initialisation",
+            f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
+            {
+                "constant_weight_tensors": len(constant),
+                "weight_tensors": len(stds),
+                "dead_relu_share": max(m["dead_relu"], default=0.0),
+            },
+            "use the default initialisation (reset_parameters) or a Kaiming/Xavier init",
+        )
 
 
 def dead_units(m, x):
@@ -24,9 +31,14 @@ def dead_units(m, x):
     constant = any(std == 0.0 for std in (m["init_weight_std"] or {}).values())  # zero-initialisation explains it
     most = causes.limit("dead-units", "doctor")
     if dead > most["dead_share"] and not constant:
-        return Finding("critical" if dead > most["critical_share"] else "warning", "model", "dead-units",
-                       "a ReLU layer outputs zero almost everywhere",
-                       {"dead_relu_share": dead}, "check the initialisation, the input scale and the learning rate")
+        return Finding(
+            "critical" if dead > most["critical_share"] else "warning",
+            "model",
+            "dead-units",
+            "a ReLU layer outputs zero almost everywhere",
+            {"dead_relu_share": dead},
+            "check the initialisation, the input scale and the learning rate",
+        )
 
 
 def loss_at_init(m, x):
@@ -35,19 +47,29 @@ def loss_at_init(m, x):
         return None
     gap = m["losses"][0] - math.log(classes)
     severity = "warning" if abs(gap) > causes.limit("loss-at-init", "doctor")["gap"] else "info"
-    return Finding(severity, "model", "loss-at-init", f"first loss {m['losses'][0]:.3f} vs ln {classes} = "
-                   f"{math.log(classes):.3f}", {"first_loss": m["losses"][0], "ln_classes": math.log(classes)},
-                   "far from ln(classes) means the initial predictions are confident: check init and inputs"
-                   if severity == "warning" else "")
+    return Finding(
+        severity,
+        "model",
+        "loss-at-init",
+        f"first loss {m['losses'][0]:.3f} vs ln {classes} = {math.log(classes):.3f}",
+        {"first_loss": m["losses"][0], "ln_classes": math.log(classes)},
+        "far from ln(classes) means the initial predictions are confident: check init and inputs"
+        if severity == "warning"
+        else "",
+    )
 
 
 def cannot_overfit(m, x):
     losses, most = x.get("overfit"), causes.limit("cannot-overfit-one-batch", "doctor")
     if losses and losses[-1] > most["kept_share"] * losses[0] and losses[0] > most["first_loss_above"]:
-        return Finding("warning", "model", "cannot-overfit-one-batch",
-                       "from its initial weights the model cannot memorise a single batch",
-                       {"loss_first": losses[0], f"loss_after_{len(losses)}_steps": losses[-1]},
-                       "a model that cannot fit one batch has a model/init/loss problem, not a data problem")
+        return Finding(
+            "warning",
+            "model",
+            "cannot-overfit-one-batch",
+            "from its initial weights the model cannot memorise a single batch",
+            {"loss_first": losses[0], f"loss_after_{len(losses)}_steps": losses[-1]},
+            "a model that cannot fit one batch has a model/init/loss problem, not a data problem",
+        )
 
 
 def parameters_get_no_gradient(m, x):
@@ -79,13 +101,21 @@ def parameters_get_no_gradient(m, x):
     if random_frozen:
         how.append(f"{len(random_frozen)} frozen at their random initialisation: no load_state_dict filled them")
     severity = "critical" if cut or random_frozen or not_learning(m) else "info"
-    return Finding(severity, "model", "parameters-get-no-gradient",
-                   f"{len(set(cut) | set(frozen))} of {flow['params']} parameter tensors never get a gradient "
-                   f"({flow['backwards_checked']} backwards checked): {', '.join(modules[:6])}",
-                   {"modules": ", ".join(modules[:12]), "tensors_without_gradient": len(set(cut) | set(frozen)),
-                    "params": flow["params"], "how": "; ".join(how)},
-                   "find where the gradient stops: remove the .detach()/no_grad, or the requires_grad_(False), on "
-                   "the layers you mean to train")
+    return Finding(
+        severity,
+        "model",
+        "parameters-get-no-gradient",
+        f"{len(set(cut) | set(frozen))} of {flow['params']} parameter tensors never get a gradient "
+        f"({flow['backwards_checked']} backwards checked): {', '.join(modules[:6])}",
+        {
+            "modules": ", ".join(modules[:12]),
+            "tensors_without_gradient": len(set(cut) | set(frozen)),
+            "params": flow["params"],
+            "how": "; ".join(how),
+        },
+        "find where the gradient stops: remove the .detach()/no_grad, or the requires_grad_(False), on "
+        "the layers you mean to train",
+    )
 
 
 def adversarial_imbalance(m, x):
@@ -99,17 +129,27 @@ def adversarial_imbalance(m, x):
     # saturated_share: of a binary loss's inputs at 0 or 1 (|logit| > 9) in the run's second half
     least = causes.limit("adversarial-imbalance", "doctor")
     if min(steps) == 0 and max(steps) >= least["min_steps"]:
-        return Finding("critical", "model", "adversarial-imbalance",
-                       f"of {len(steps)} optimizers over separate models, one never stepped (steps: "
-                       f"{evidence['optimizer_steps']}): one model never learns", evidence,
-                       "step every model's optimizer each iteration")
+        return Finding(
+            "critical",
+            "model",
+            "adversarial-imbalance",
+            f"of {len(steps)} optimizers over separate models, one never stepped (steps: "
+            f"{evidence['optimizer_steps']}): one model never learns",
+            evidence,
+            "step every model's optimizer each iteration",
+        )
     if saturated is not None and saturated >= least["saturated_share"]:
         # info: an easy data set (noise images) saturates a healthy discriminator too
-        return Finding("info", "model", "adversarial-imbalance",
-                       f"{saturated:.0%} of the discriminator's outputs sit at 0 or 1 in the run's second half: "
-                       "the generator gets almost no gradient from them", evidence,
-                       "if the generator does not improve: balance the two models (learning rates, updates per "
-                       "step), or use the non-saturating loss")
+        return Finding(
+            "info",
+            "model",
+            "adversarial-imbalance",
+            f"{saturated:.0%} of the discriminator's outputs sit at 0 or 1 in the run's second half: "
+            "the generator gets almost no gradient from them",
+            evidence,
+            "if the generator does not improve: balance the two models (learning rates, updates per "
+            "step), or use the non-saturating loss",
+        )
 
 
 def eval_mode_in_training(m, x):
@@ -119,19 +159,35 @@ def eval_mode_in_training(m, x):
     forwards, in_eval = modes.get("training_forwards", 0), modes.get("modules_in_eval", 0)
     if forwards < causes.limit("eval-mode-in-training", "doctor")["min_forwards"] or not in_eval:
         return None
-    evidence = {"training_forwards": forwards, "model_in_eval": modes["model_in_eval"],
-                "modules_in_eval": in_eval, "mode_modules": modes["mode_modules"],
-                "examples": ", ".join(modes["examples"])}
+    evidence = {
+        "training_forwards": forwards,
+        "model_in_eval": modes["model_in_eval"],
+        "modules_in_eval": in_eval,
+        "mode_modules": modes["mode_modules"],
+        "examples": ", ".join(modes["examples"]),
+    }
     name = f"the trained module {modes['module']}" if modes.get("module") else "the model"
     evidence["module"] = modes.get("module")
     if modes["model_in_eval"] >= forwards - 1:
-        return Finding("warning", "model", "eval-mode-in-training",
-                       f"{name} is in eval mode during {modes['model_in_eval']} of {forwards} training steps "
-                       f"checked: {in_eval} BatchNorm/Dropout modules normalise with running statistics and drop "
-                       "nothing", evidence, "call model.train() before the training steps (after each evaluation)")
-    return Finding("info", "model", "eval-mode-in-training",
-                   f"{in_eval} of {modes['mode_modules']} BatchNorm/Dropout modules stay in eval mode while the model "
-                   "trains (frozen on purpose?)", evidence, "")
+        return Finding(
+            "warning",
+            "model",
+            "eval-mode-in-training",
+            f"{name} is in eval mode during {modes['model_in_eval']} of {forwards} training steps "
+            f"checked: {in_eval} BatchNorm/Dropout modules normalise with running statistics and drop "
+            "nothing",
+            evidence,
+            "call model.train() before the training steps (after each evaluation)",
+        )
+    return Finding(
+        "info",
+        "model",
+        "eval-mode-in-training",
+        f"{in_eval} of {modes['mode_modules']} BatchNorm/Dropout modules stay in eval mode while the model "
+        "trains (frozen on purpose?)",
+        evidence,
+        "",
+    )
 
 
 def relu_on_logits(m, x):
@@ -139,11 +195,16 @@ def relu_on_logits(m, x):
     seen = m.get("loss_inputs") or {}
     least = causes.limit("relu-on-logits", "doctor")["min_calls"]
     if seen.get("calls", 0) >= least and seen["nonnegative_logits"] >= seen["calls"] - 1:
-        return Finding("critical" if not_learning(m) else "warning", "model", "relu-on-logits",
-                       f"the logits handed to the loss are never negative and some are exactly zero, in "
-                       f"{seen['nonnegative_logits']} of {seen['calls']} training calls: a ReLU (or clamp) after "
-                       "the last layer", {"calls_nonnegative": seen["nonnegative_logits"], "calls_checked": seen["calls"]},
-                       "end the model with the Linear layer: the loss wants unbounded logits")
+        return Finding(
+            "critical" if not_learning(m) else "warning",
+            "model",
+            "relu-on-logits",
+            f"the logits handed to the loss are never negative and some are exactly zero, in "
+            f"{seen['nonnegative_logits']} of {seen['calls']} training calls: a ReLU (or clamp) after "
+            "the last layer",
+            {"calls_nonnegative": seen["nonnegative_logits"], "calls_checked": seen["calls"]},
+            "end the model with the Linear layer: the loss wants unbounded logits",
+        )
 
 
 def head_wider_than_classes(m, x):
@@ -153,13 +214,29 @@ def head_wider_than_classes(m, x):
     if not used or not classes or (m.get("task") or {}).get("kind") != "classification":
         return None
     labels, least = used["largest"] + 1, causes.limit("head-wider-than-classes", "doctor")
-    if (classes >= least["width_ratio"] * labels and classes - labels >= least["extra_outputs"]
-            and used["samples"] >= least["samples_per_class"] * labels):
-        return Finding("warning", "model", "head-wider-than-classes",
-                       f"the model outputs {classes} classes, and {used['samples']} training labels use only "
-                       f"0..{labels - 1}", {"outputs": classes, "largest_label": labels - 1, "samples": used["samples"]},
-                       f"size the last layer for the data set's classes ({labels}, as far as the labels show)")
+    if (
+        classes >= least["width_ratio"] * labels
+        and classes - labels >= least["extra_outputs"]
+        and used["samples"] >= least["samples_per_class"] * labels
+    ):
+        return Finding(
+            "warning",
+            "model",
+            "head-wider-than-classes",
+            f"the model outputs {classes} classes, and {used['samples']} training labels use only 0..{labels - 1}",
+            {"outputs": classes, "largest_label": labels - 1, "samples": used["samples"]},
+            f"size the last layer for the data set's classes ({labels}, as far as the labels show)",
+        )
 
 
-RULES = [bad_initialisation, dead_units, loss_at_init, head_wider_than_classes, cannot_overfit, parameters_get_no_gradient,
-         adversarial_imbalance, eval_mode_in_training, relu_on_logits]
+RULES = [
+    bad_initialisation,
+    dead_units,
+    loss_at_init,
+    head_wider_than_classes,
+    cannot_overfit,
+    parameters_get_no_gradient,
+    adversarial_imbalance,
+    eval_mode_in_training,
+    relu_on_logits,
+]

@@ -197,9 +197,9 @@ def test_a_new_lab_is_picked_up_by_every_derived_list(monkeypatch, tmp_path):
     from trainlab.workbook import labs, notebooks
 
     labs_folder = tmp_path / "labs"
-    for folder in paths.LABS.iterdir():
-        (labs_folder / folder.name).mkdir(parents=True) if folder.is_dir() else None
-        for file in folder.glob("*.py") if folder.is_dir() else ():
+    for folder in (f for f in paths.LABS.iterdir() if f.is_dir()):  # every lab as it is, beside the new one
+        (labs_folder / folder.name).mkdir(parents=True)
+        for file in folder.glob("*.py"):
             (labs_folder / folder.name / file.name).symlink_to(file)
     (labs_folder / "debugging" / "nc_99.py").write_text(
         "#| symptom: no-convergence\n#| report: the loss stays flat\n"

@@ -177,14 +177,17 @@ PROGRESS_BAR = re.compile(r"^[^\n]{3,}: +(\d+%\||\d+:\d\d(:\d\d)?\s*$)")
 
 def assert_slow_cells_show_progress(nb, name):
     """Every cell that ran over 10 s on the 2-core reference machine with default settings
-    (benchmarks/results/notebook_times.json) shows a progress bar saying what it measures."""
+    (benchmarks/results/notebook_times.json) shows a progress bar saying what it measures - unless here it took a
+    second or less (what it runs was served from the measure cache, which the suite's other tests may have filled:
+    then there is nothing to wait for)."""
     import json
 
     times = json.loads((REPO / "benchmarks" / "results" / "notebook_times.json").read_text())["by_device"]
     rows = [r for r in times.get("cpu", {}).get("rows", []) if r["notebook"] == name.removesuffix(".ipynb")]
     slow = {c["cell"] for r in rows for c in r.get("slow_cells", [])}
     for cell in nb.cells:
-        if cell.get("id") in slow:
+        took = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if cell.get("id") in slow and (took is None or took > 1.0):
             bars = [
                 o["data"]["text/plain"]
                 for o in cell.outputs
@@ -265,7 +268,7 @@ def test_learner_notebook_checks_report_not_attempted(request):
 
 
 @pytest.mark.device
-@pytest.mark.full
+@pytest.mark.slow
 def test_whole_learner_notebook_runs(request):
     name = request.module.NOTEBOOK
     nb = run_learner(name, whole=True, seed=1, **getattr(request.module, "PARAMETERS", {}))

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainlab.processes import runner
+from trainlab.processes import limits, runner
 from trainlab.workbook import labs, progress
 from trainlab.device import chosen
 from trainlab.checks import help_record, locks
@@ -237,7 +237,7 @@ class HarnessExercise(Exercise):
 
     harness = None  # the module the child runs, e.g. "trainlab.kernels.labcheck"
     world_size = None  # None: one process; N: N ranks under torchrun
-    timeout = 60.0
+    timeout = 60.0  # seconds on the idle reference machine (trainlab.processes.limits stretches it here)
 
     def harness_args(self):
         """What the harness is told before the script and report paths: the lab's name."""
@@ -248,16 +248,17 @@ class HarnessExercise(Exercise):
 
         def launch(script, out):
             args = [*self.harness_args(), script, out]
+            limit = limits.limit(self.timeout)  # the one policy: stretched on a slow or busy machine, capped
             if self.world_size:  # a crash inside torch is launched again: nothing of the first may be judged
                 return runner.run_distributed(
                     module=self.harness,
                     nproc=self.world_size,
                     args=args,
-                    timeout=self.timeout,
+                    timeout=limit,
                     stream=False,
                     retry_crash=lambda: out.unlink(missing_ok=True),
                 )
-            return runner.run_python(module=self.harness, args=args, timeout=self.timeout, stream=False)
+            return runner.run_python(module=self.harness, args=args, timeout=limit, stream=False)
 
         return run_on_source(source, launch, prefix=f"{self.harness.replace('.', '-')}-")
 

@@ -19,15 +19,15 @@ the trainlab package's own code - and served from there when the same run is ask
 (re-running a check, or the suite's notebooks after its lab tests). Any change to the code or the
 data makes a new key.
 
-One child for many variants: one torch import and one data load. Each variant has a time
-budget: its own `budget_s`, or - when it names a `reference` variant that has run - SCALE times
-what the reference took on this machine plus SLACK_S, so a busy or slow machine slows the
-budgets with the work - and, stretched by the machine's load now (`load_factor`), so a reference
-served from the cache, timed when the machine was idle, does not time out a room of learners
-checking at once. A variant over its budget is stopped and reported as "timeout" with the
-budget it had; the variants after it run in a new child. Used by the exercise checks
-(`trainlab.checks.lab`), the hypothesis panel and notebook 01; verdicts are computed in the
-parent, never here.
+One child for many variants: one torch import and one data load. Each variant has a time budget: its
+own `budget_s`, or - when it names a `reference` variant that has run - SCALE times what the
+reference took on this machine plus SLACK_S, so a busy or slow machine slows the budgets with the
+work - and stretched by the one time-limit policy (trainlab.processes.limits: the machine's speed
+times its load now, capped, under a ceiling), so a reference served from the cache, timed when the
+machine was idle, does not time out a room of learners checking at once. A variant over its limit is
+stopped and reported as "timeout" with the policy's message; the variants after it run in a new
+child. Used by the exercise checks (`trainlab.checks.lab`), the hypothesis panel and notebook 01;
+verdicts are computed in the parent, never here.
 """
 
 import hashlib
@@ -42,6 +42,7 @@ import torch
 
 from trainlab import atomic, paths
 from trainlab.processes import runner
+from trainlab.processes import limits
 from trainlab.processes.cores import usable_cores
 from trainlab.workbook.display import working
 from trainlab.doctor import quick_experiments
@@ -137,22 +138,8 @@ def _store(variant, device, max_train, report):
 
 
 def load_factor():
-    """Runnable processes per core - now, or over the last minute if more - at least 1: on 2 cores with 8 checks
-    running, each run takes about 4x its idle time, whatever the reference it is compared with took."""
-    cores = usable_cores()
-    try:
-        return max(1.0, os.getloadavg()[0] / cores, _runnable_now() / cores)
-    except OSError:  # no load average on this platform
-        return 1.0
-
-
-def _runnable_now():
-    """Processes runnable at this instant, this one left out (/proc/loadavg's fourth field); the minute's
-    average lags a room that has just started checking."""
-    try:
-        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
-    except (OSError, ValueError, IndexError):
-        return 0
+    """Runnable processes per core (trainlab.processes.limits.load): how much a budget stretches now."""
+    return limits.load()
 
 
 def child_threads():
@@ -198,24 +185,23 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             running, started = state.get("running"), state.get("started")
             if running and started:
                 load = seen["load"][running] = max(seen["load"].get(running, 1.0), load_factor())
-                allowed = budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s) * load
-                if time.time() - started > allowed:
+                allowed = limits.limit(
+                    budget(by_name[running], {**done, **state["variants"]}, timeout, slack_s), at_load=load
+                )
+                elapsed = time.time() - started
+                if elapsed > allowed.seconds:
                     reference = by_name[running].get("reference")
-                    why = (
-                        f"{SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s"
-                        if reference and reference in {**done, **state["variants"]}
-                        else ""
-                    )
-                    why = "; ".join(filter(None, [why, f"x{load:.1f} for the machine's load" if load > 1.05 else ""]))
-                    return f"stopped after {allowed:.0f} s, its time budget" + (f" ({why})" if why else "")
+                    scaled = reference and reference in {**done, **state["variants"]}
+                    why = f" ({SCALE:.0f}x the {reference} run on this machine, plus {slack_s:.0f} s)" if scaled else ""
+                    return allowed.message(elapsed) + why
             return None
 
         # the watchdog stops a variant long before; this only bounds a child whose watchdog cannot
-        safety = (sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120) * load_factor()
+        safety = limits.limit(sum(budget(v, done, timeout, slack_s) for v in variants) * SCALE + 120)
         result = runner.run_python(
             module="trainlab.checks.measure",
             args=[spec, report],
-            timeout=safety,
+            timeout=safety.seconds,
             stream=stream,
             watchdog=watchdog,
             env={"OMP_NUM_THREADS": str(child_threads())},

@@ -26,7 +26,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from trainlab.processes import runner
+from trainlab.processes import limits, runner
 from trainlab.doctor.report import Finding, Report  # noqa: F401
 
 
@@ -89,8 +89,9 @@ def examine_script(
         # the launcher's own start-up on top of what the ranks may take, so their report comes back first
         from trainlab.doctor.multirank import launch_limit  # here: it loads torch, which `doctor.causes` must not
 
-        limit = (launch_limit(time_limit_s) if nproc_per_node else 2 * time_limit_s) + 60  # run + experiments
-        result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=timeout or limit, stream=stream)
+        budget = (launch_limit(time_limit_s) if nproc_per_node else 2 * time_limit_s) + 60  # run + experiments
+        limit = timeout or limits.limit(budget)  # stretched on a slow or busy machine (the one policy), capped
+        result = runner.run_python(module="trainlab.doctor", args=cli_args, timeout=limit, stream=stream)
         if not out.exists():
             raise RuntimeError(f"the doctor itself failed: {result.error or result.output[-2000:]}")
         return Report.from_dict(json.loads(out.read_text()))

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainlab.processes import runner, torchrun_output
+from trainlab.processes import limits, runner, torchrun_output
 from trainlab.doctor import collectives
 from trainlab.doctor.report import SEVERITIES, Finding, Report, rank as rank_findings
 
@@ -70,7 +70,7 @@ def diagnose_ranks(
             script,
             *args,
         ]
-        limit = timeout or launch_limit(time_limit_s, collective_timeout_s)
+        limit = timeout or limits.limit(launch_limit(time_limit_s, collective_timeout_s))  # the one policy
 
         def clear():  # the crashed launch's files, then the caller's
             for path in Path(out).iterdir():

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from trainlab.processes import runner, torchrun_output
+from trainlab.processes import limits, runner, torchrun_output
 from trainlab.workbook import labs
 from trainlab.checks.core import Exercise, Verdict, same_text
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
@@ -197,7 +197,7 @@ class FsdpLabExercise(Exercise):
                 module="trainlab.fsdp.labcheck",
                 nproc=self.world_size,
                 args=[script, tmp / "spec.json", tmp / "out", self.run_device()],
-                timeout=self.timeout,
+                timeout=limits.limit(self.timeout),  # the one policy: stretched on a slow or busy machine, capped
                 stream=False,
                 retry_crash=clear,
             )
@@ -242,7 +242,7 @@ class FsdpLabExercise(Exercise):
                     "--device",
                     self.run_device(),
                 ],
-                timeout=120,
+                timeout=limits.limit(120),
                 stream=False,
             )
             if not result.ok:

@@ -32,7 +32,7 @@ class KernelLabExercise(HarnessExercise):
                 _findings(measured, result),
             )
         if result.timed_out:
-            raise TimedOut(f"the check did not finish in {self.timeout:.0f} s: an endless loop in the kernel?")
+            raise TimedOut(f"the check did not finish ({result.error}): an endless loop in the kernel?")
         if measured is None or "error" in measured:
             raise LearnerError(
                 measured["error"] if measured else result.error,

@@ -48,7 +48,7 @@ class BudgetExercise(HarnessExercise):
     def judge(self, source):
         result, measured = self.measure(source)
         if result.timed_out:
-            raise TimedOut(f"the check did not finish in {self.timeout:.0f} s")
+            raise TimedOut(f"the check did not finish: {result.error}")
         if measured is None or "error" in measured:
             raise LearnerError(
                 measured["error"] if measured else result.error,

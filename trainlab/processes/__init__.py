@@ -7,7 +7,9 @@
 - `cores.py`: the cores this process may use (affinity and cgroup quota);
 - `warmstart.py`: those children forked from a server that has imported torch once (4 s -> 0.06 s a start);
 - `cgroup.py`: this process's cgroup, CPU quota, memory limit and out-of-memory kill count;
-- `oom.py`: a child the out-of-memory killer stopped, said as such.
+- `oom.py`: a child the out-of-memory killer stopped, said as such;
+- `limits.py`: the one time-limit policy - a budget stretched by the machine's speed and load, capped;
+- `busy.py`: a busy machine on purpose (two matmul loops per core), for the tests and the proof runs.
 
 Part of the core (`trainlab/__init__.py`): imports only the top-level base (paths, atomic).
 """

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainlab import paths
-from trainlab.processes import oom, warmstart
+from trainlab.processes import limits, oom, warmstart
 from trainlab.processes.cores import usable_cores
 from trainlab.processes.torchrun_output import failed_ranks, first_cause, last_error_line, native_crash, rank_output
 from trainlab.processes.tree import kill_tree
@@ -66,6 +66,7 @@ class Result:
     error: str = ""  # one line: what went wrong
     retried_after: str = ""  # multi-rank runs launched twice: why the first launch failed (see run_distributed)
     killed_from_outside: str = ""  # the out-of-memory killer stopped it, or its fork server went away
+    limit: limits.Limit | None = None  # the limit it ran under, when given as one (its message says why)
 
     @property
     def ok(self):
@@ -248,7 +249,9 @@ def _name_failed_rank(result):
 
 def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None):
     """Run cmd in a new session, stream its output, kill its whole tree on timeout/interrupt
-    (or when watchdog() returns a reason)."""
+    (or when watchdog() returns a reason). timeout: seconds, or a trainlab.processes.limits.Limit."""
+    limit = timeout if isinstance(timeout, limits.Limit) else None
+    timeout = limit.seconds if limit else timeout
     start, oom_kills = time.perf_counter(), oom.kills()
     if (
         warmstart.enabled() and warmstart.parse(cmd) and warmstart.agrees(env)
@@ -279,7 +282,9 @@ def run_command(cmd, *, timeout, env=None, stream=True, cwd=None, watchdog=None)
         kill_tree(proc)  # daemons the child left behind go too
     chunks.append(output.close())  # what was written after the last read
     output = b"".join(chunks).decode(errors="replace")
-    result = Result(None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped))
+    result = Result(
+        None if stopped else proc.returncode, output, time.perf_counter() - start, bool(stopped), limit=limit
+    )
     if not stopped and result.returncode != 0:
         lost = getattr(proc, "server_lost", False)
         if lost:
@@ -339,7 +344,8 @@ class _PipeOutput:
 
 def _describe_failure(result, detail):
     if result.timed_out:
-        return f"timed out after {result.wall_s:.0f} s and was stopped (whole process tree killed)"
+        said = result.limit.message(result.wall_s) if result.limit else f"timed out after {result.wall_s:.0f} s"
+        return f"{said} and was stopped (whole process tree killed)"
     if result.killed_from_outside:
         return f"{detail}: {result.killed_from_outside}" if detail else result.killed_from_outside
     code = result.returncode

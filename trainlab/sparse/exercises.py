@@ -229,9 +229,7 @@ class SparseLabExercise(HarnessExercise):
             raise NotAttempted("the cell still holds the shipped function; fix it and run the cell")
         result, measured = self.measure(source)
         if result.timed_out:
-            raise TimedOut(
-                f"the ranks did not finish in {self.timeout:.0f} s: a collective some ranks never completed?"
-            )
+            raise TimedOut(f"the ranks did not finish ({result.error}): a collective some ranks never completed?")
         if measured is None:
             raise LearnerError(result.error, result.output[-2000:])
         if not result.ok and "running" in measured:  # a rank died (or hung) inside this case

@@ -24,6 +24,13 @@ export TRAINLAB_HUB_PYTHON := $(HVENV)/bin/python
 export TRAINLAB_HUB_PROXY  := $(HVENV)/proxy/node_modules/.bin/configurable-http-proxy
 HUB_FOR_TESTS := $(if $(shell command -v npm),hub-setup)  # without node the hub tests skip and say why (fail under CI=true)
 
+# make test's time counts from here, the environment's creation included (tests/conftest.py gates it under CI=true)
+export TRAINLAB_MAKE_STARTED := $(shell date +%s.%N)
+# The suite runs one pytest-xdist worker per core (at most 4: each test may start two ranks of its own); a test
+# file's tests stay on one worker. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os;print(min(4,len(os.sched_getaffinity(0)) if hasattr(os,'sched_getaffinity') else os.cpu_count() or 1))")
+XDIST        := $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+
 # Everything below runs the package from this clone and keeps compile caches between runs.
 export PYTHONPATH            := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
@@ -80,19 +87,19 @@ lab: setup  ## open JupyterLab on your working copy of the first notebook, work/
 	"$(VPY)" -m trainlab.workbook.workspace --open
 
 test: setup $(HUB_FOR_TESTS)  ## run the CPU suite: unit tests, every notebook, a covering sample of the big matrices
-	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(PYTEST_ARGS)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests $(XDIST) $(PYTEST_ARGS)
 
 test-full: setup wrappers $(HUB_FOR_TESTS)  ## the CPU suite with the full matrices (every corpus entry, whole learner notebooks)
-	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix full $(PYTEST_ARGS)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix full $(XDIST) $(PYTEST_ARGS)
 
 test-rest: setup wrappers $(HUB_FOR_TESTS)  ## only what `make test` samples out of the full matrices (CI runs it after `make test`)
-	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(PYTEST_ARGS)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --matrix rest $(XDIST) $(PYTEST_ARGS)
 
 test-browser: setup  ## only the browser tests: JupyterLab in Chromium, widgets operated, screenshots in build/browser/
 	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests/browser $(PYTEST_ARGS)
 
 test-cifar: setup  ## the convergence-sensitive tests and every lab's check on real CIFAR-10 (make data first)
-	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --data cifar10 --matrix full $(PYTEST_ARGS)
+	CUDA_VISIBLE_DEVICES= "$(VPY)" -m pytest tests --data cifar10 --matrix full $(XDIST) $(PYTEST_ARGS)
 
 test-gpu:  ## run the notebooks and GPU tests on CUDA with the current interpreter
 	$(PYTHON) tests/gpu_suite.py

@@ -31,6 +31,7 @@ TOOLS = {
     "tools.hub_load": "needs `make hub-setup` and about 15 minutes of simulated learners on a room's hub",
     "tools.doctor_oracle": "a refactor's oracle, compared against a stored baseline: no figure of its own",
     "tools.recipe_files": "counts the files docs/extending.md's recipes touch, from tests/core/test_recipes.py",
+    "tools.suite_time": "times a whole test command (make test, on a fresh clone): its own command, 20 minutes or more",
     "heldout.wrong_fixes_third_set": "issue 33's held-out wrong fixes, run once and scored apart: rerunning it would "
     "tune the checks to it",
     "heldout.doctor_unseen_scripts": "issue 34's held-out scripts, run once and scored apart: rerunning it would tune "

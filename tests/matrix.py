@@ -34,7 +34,7 @@ def lab_in_sample(name):
 
 def lab_params(names):
     """Parametrize over labs: those outside LAB_SAMPLE are marked `full`."""
-    return [pytest.param(n, marks=() if lab_in_sample(n) else pytest.mark.full) for n in names]
+    return [pytest.param(n, marks=() if lab_in_sample(n) else pytest.mark.matrix) for n in names]
 
 
 @functools.cache
@@ -81,7 +81,7 @@ def parametrize(*names):
                 exercise,
                 entry,
                 id=f"{exercise.name}:{entry.name}",
-                marks=() if (exercise.name, entry.name) in sampled() else pytest.mark.full,
+                marks=() if (exercise.name, entry.name) in sampled() else pytest.mark.matrix,
             )
             for entry in exercise.corpus
         ]

@@ -21,4 +21,4 @@ def browser_exercise_params():
     """The notebooks whose exercise cells the browser runs without a test of their own: `make test` opens the
     newest module's (the most recently written, so the least proven in a browser), the rest run in make test-full."""
     rest = [m for m in modules.MODULES if m.package not in OWN_BROWSER_TESTS]
-    return [pytest.param(f"{m.notebook}.ipynb", marks=() if m == rest[-1] else pytest.mark.full) for m in rest]
+    return [pytest.param(f"{m.notebook}.ipynb", marks=() if m == rest[-1] else pytest.mark.matrix) for m in rest]

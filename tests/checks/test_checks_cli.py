@@ -36,7 +36,7 @@ def test_a_wrong_name_or_file_says_what_is_wrong(capsys, args, said):
     assert exited.value.code == 2 and said in capsys.readouterr().err
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_warming_checks_a_solution_and_leaves_its_reference_run_for_the_next_check(capsys, tmp_path, monkeypatch):
     from trainlab.checks import measure
 

@@ -1,7 +1,19 @@
 """The suite's time gate (tests/conftest.py): a uniformly slower machine is scaled away, one area
 that regresses on its own still stands out, and a machine past MAX_SLOWER gets no more slack."""
 
-from tests.conftest import MAX_SLOWER, OVER_BUDGET, budget, machine_speed
+from tests.conftest import (
+    MAX_SLOWER,
+    OVER_BUDGET,
+    OVER_TOTAL,
+    REST_MAX_TESTS,
+    REST_TOTAL_S,
+    TOTAL_S,
+    budget,
+    machine_speed,
+    rest_failure,
+    total_failure,
+)
+from trainlab.processes import limits
 
 # The gate's arithmetic on a machine like the fresh 2-core one measured on 2026-12-02, which ran every area
 # 1.75-2.4x its share (median 1.98; bfloat16 autocast is slow on its AVX2 cores). The suite has changed since, so
@@ -41,7 +53,7 @@ def test_a_faster_machine_keeps_the_shares_and_a_much_slower_one_is_capped():
     assert over({a: 4 * s for a, s in shares.items()}, shares) == set(shares)
 
 
-def test_the_shares_sum_to_what_budget_toml_says_and_fit_the_readmes_twenty_minutes():
+def test_the_shares_sum_to_what_budget_toml_says_and_the_total_is_the_readmes_twenty_minutes():
     import re
 
     from trainlab import paths
@@ -49,4 +61,21 @@ def test_the_shares_sum_to_what_budget_toml_says_and_fit_the_readmes_twenty_minu
     text = (paths.REPO / "tests" / "budget.toml").read_text()
     stated = int(re.search(r"The shares sum to (\d+) s", text).group(1))
     assert sum(budget().values()) == stated, "update the sum budget.toml's header states"
-    assert stated <= 20 * 60, "make test is promised in 20 minutes, the environment included"
+    assert TOTAL_S == 20 * 60 and "20 minutes" in (paths.REPO / "README.md").read_text()
+
+
+def test_the_total_gate_fails_a_uniformly_slower_suite_and_scales_only_by_the_policy():
+    idle = limits.Limit(1.0, speed=1.0, load=1.0)
+    assert total_failure(TOTAL_S, idle) is None
+    assert "over 1500 s" in total_failure(TOTAL_S * OVER_TOTAL + 1, idle)  # no median to hide a uniform slowdown
+    busy = limits.Limit(1.0, speed=1.0, load=2.0)  # other work on the machine when the run began
+    assert total_failure(2 * TOTAL_S, busy) is None and total_failure(3 * TOTAL_S, busy)
+    room = limits.Limit(1.0, speed=1.0, load=50.0)  # capped: a hung suite still fails
+    assert total_failure(limits.CAP * TOTAL_S * OVER_TOTAL + 1, room)
+
+
+def test_the_rest_may_not_grow_in_tests_or_seconds():
+    idle = limits.Limit(1.0, speed=1.0, load=1.0)
+    assert rest_failure(REST_MAX_TESTS, REST_TOTAL_S, idle) is None
+    assert "at most 361 tests" in rest_failure(REST_MAX_TESTS + 1, 10, idle)
+    assert rest_failure(10, REST_TOTAL_S + 1, idle)

@@ -102,7 +102,7 @@ def test_solution_learns_within_the_checks_run(judged, name):
         assert abs(fixed["accuracy"] - shipped["accuracy"]) <= 0.01, (fixed["accuracy"], shipped["accuracy"])
 
 
-@pytest.mark.full  # slow_2 is outside make test's sample of labs
+@pytest.mark.matrix  # slow_2 is outside make test's sample of labs
 def test_the_fixed_report_equals_the_shipped_scripts():
     """slow_2' fix computes the per-class report the shipped loop computes (what its
     ReportKept mechanism compares a learner's fix with)."""

@@ -13,7 +13,7 @@ from benchmarks import doctor_classes
 SCRIPTS = doctor_classes.scripts()
 
 
-@pytest.mark.full
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kind, cause", SCRIPTS, ids=[s[0] for s in SCRIPTS])
 def test_class_script(name, kind, cause):
     row = doctor_classes.score(name, kind, cause, doctor_classes.diagnose(name))

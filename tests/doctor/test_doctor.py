@@ -130,7 +130,7 @@ SAMPLED_INJECTION = ("healthy_sgd_device.py", next(iter(INJECTIONS["healthy_sgd_
 @pytest.mark.parametrize(
     "script, cause",
     [
-        pytest.param(s, c, marks=() if (s, c) == SAMPLED_INJECTION else pytest.mark.full)
+        pytest.param(s, c, marks=() if (s, c) == SAMPLED_INJECTION else pytest.mark.matrix)
         for s, bugs in INJECTIONS.items()
         for c in bugs
     ],

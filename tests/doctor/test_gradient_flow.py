@@ -56,7 +56,7 @@ def finding(report, cause):
             {"conv1", "norm1"},
             "run under torch.no_grad(): conv1",
             id="no_grad",
-            marks=pytest.mark.full,
+            marks=pytest.mark.matrix,
         ),
     ],
 )
@@ -85,7 +85,7 @@ def test_layers_frozen_on_purpose_in_a_learning_run_are_only_information(tmp_pat
     assert f.severity == "info" and f.evidence["modules"] == "0" and report.worst() == SEVERITIES.index("info")
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_layers_frozen_at_their_random_initialisation_are_a_bug_even_in_a_run_that_learns(tmp_path):
     # weights loaded into another layer do not make the frozen one's random numbers pretrained
     report = diagnose_text(
@@ -125,14 +125,14 @@ def test_tiny_updates_name_the_learning_rate_and_the_control_run_blames_the_loop
     assert len(control.evidence["script_loss"].split(" -> ")) == 5
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_healthy_update_sizes_sit_near_a_thousandth_to_a_hundredth(tmp_path):
     report = diagnose_text(tmp_path, SGD)
     f = finding(report, "update-sizes")
     assert f.severity == "info" and 1e-4 < f.evidence["update_ratio_median"] < 5e-2, f.evidence
 
 
-@pytest.mark.full  # make test: the rule's edges in test_rules (issue 34 moved this run to the rest)
+@pytest.mark.slow  # make test: the rule's edges in test_rules (issue 34 moved this run to the rest)
 def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
     report = diagnose_text(
         tmp_path,
@@ -144,7 +144,7 @@ def test_clipping_far_below_the_gradient_norm_is_seen_from_outside(tmp_path):
     assert f"{1 / f.evidence['norm_kept']:.0f}x" in f.title  # the ratio it cuts by
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_the_control_run_fails_too_when_the_labels_are_wrong(tmp_path):
     report = diagnose_text(
         tmp_path, inject(SGD, "data.train_y, 96", "data.train_y[torch.randperm(len(data.train_y))], 96")
@@ -158,7 +158,7 @@ def test_the_control_run_fails_too_when_the_labels_are_wrong(tmp_path):
     "keep, held_by",
     [
         ("        kept.append(loss)\n", "loss tensors of"),
-        pytest.param("        total = total + loss if step else loss\n", "running sum", marks=pytest.mark.full),
+        pytest.param("        total = total + loss if step else loss\n", "running sum", marks=pytest.mark.matrix),
     ],
 )
 def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by):
@@ -169,7 +169,7 @@ def test_graphs_kept_alive_are_found_by_what_keeps_them(tmp_path, keep, held_by)
     assert f.severity == "warning" and held_by in f.title and f.evidence["graphs_alive_after_step"] >= 3
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_compiled_models_run_eagerly_and_the_report_says_so(tmp_path):
     report = diagnose_text(
         tmp_path,
@@ -235,7 +235,7 @@ def test_lr_suggestion_declines_a_curve_too_flat_to_read():
     assert s["lr"] is None and "too flat" in s["rule"]
 
 
-@pytest.mark.full  # make test: lr_suggestion's readings on hand-made curves above (issue 34 moved this run to the rest)
+@pytest.mark.slow  # make test: lr_suggestion's readings on hand-made curves above (issue 34 moved this run to the rest)
 def test_lr_suggestion_for_the_reference_loop_is_where_it_trains(tmp_path):
     with contextlib.redirect_stdout(io.StringIO()):
         report = diagnose_here(str(SCRIPTS / "reference_loop.py"), max_steps=20, every_experiment=True)

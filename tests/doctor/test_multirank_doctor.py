@@ -86,7 +86,7 @@ def test_the_fsdp_labs_five_mistakes_are_found_from_outside(tmp_path):
     assert [r["rank"] for r in report.ranks] == [0, 1]
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_the_fixed_fsdp_lab_shows_no_distributed_alarm(tmp_path):
     text = labs.source("fsdp/train", fixed=True)
     report = diagnose(
@@ -118,7 +118,7 @@ def test_a_healthy_ddp_script_gets_nothing_above_info_and_per_rank_step_times(tm
 
 
 # make test: partial-collective is found in the FSDP lab's five mistakes (issue 34 moved this to the rest)
-@pytest.mark.full
+@pytest.mark.slow
 def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
     text = inject(
         DDP,
@@ -133,7 +133,7 @@ def test_a_collective_only_rank_0_calls_is_named_with_its_call_site(tmp_path):
     assert report.wall_s < 60  # the mismatch fails fast, not after a 30-minute default timeout
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_data_that_is_not_sharded_is_seen_as_identical_batches(tmp_path):
     text = inject(
         DDP,
@@ -155,7 +155,7 @@ def test_a_rank_that_skips_a_step_makes_the_replicas_diverge(tmp_path):
     assert f.severity == "critical" and f.evidence["what"] == "params" and f.evidence["step"] == 4, str(report)
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_buffers_left_unsynchronised_are_a_warning(tmp_path):
     text = inject(
         DDP, "model = DistributedDataParallel(net)", "model = DistributedDataParallel(net, broadcast_buffers=False)"
@@ -165,7 +165,7 @@ def test_buffers_left_unsynchronised_are_a_warning(tmp_path):
     assert f.severity == "warning" and f.evidence["what"] == "buffers" and "1" in f.evidence["modules"], str(report)
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
     text = inject(
         DDP,
@@ -180,7 +180,7 @@ def test_uneven_batches_per_rank_show_as_different_step_counts(tmp_path):
     assert f.severity == "critical" and "hang" in report.symptoms
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_a_rank_that_raises_is_named_with_its_own_error_not_its_peers_timeout(tmp_path):
     text = inject(
         DDP,
@@ -236,7 +236,7 @@ def test_a_crash_inside_torch_is_named_with_its_signal_and_relaunched_only_when_
     assert not [f for f in again.findings if f.severity == "critical"], str(again)
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_the_time_limit_stops_every_rank_at_the_same_step(tmp_path):
     report = diagnose(tmp_path, DDP, "--steps", "100000", steps=100000, time_limit_s=4)
     steps = [r["steps"] for r in report.ranks]
@@ -244,7 +244,7 @@ def test_the_time_limit_stops_every_rank_at_the_same_step(tmp_path):
     assert "hang" not in report.symptoms and report.worst() == SEVERITIES.index("info"), str(report)
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_a_rank_that_does_more_each_step_is_named_a_straggler(tmp_path):
     text = inject(
         DDP,

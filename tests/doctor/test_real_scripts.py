@@ -4,7 +4,7 @@ Healthy: no finding above info, and the task recognised; each drill mutation tha
 the planted cause is the top root cause. `make test` runs two scripts (a regression fitted by hand and
 the LSTM language model); the rest run in make test-full and make test-rest, the Lightning and Hugging
 Face ones with the test-only requirements-wrappers.txt (TRAINLAB_WRAPPERS_PYTHON, which the Makefile sets);
-the slowest scripts' planted bugs run in make test-full only."""
+the slowest scripts' planted bugs run in the doctor's benchmark only (benchmarks/doctor_real.py)."""
 
 import pytest
 
@@ -13,33 +13,20 @@ from benchmarks import doctor_real
 SOURCES, ENTRIES = doctor_real.manifest()
 BY_NAME = {e["name"]: e for e in ENTRIES}
 SAMPLE = {"regression": ("missing-zero-grad",), "word_language_model_lstm": ()}  # make test: healthy and these
-# A minute or more a run here (LBFGS's one step takes about a minute): their planted bugs run in make test-full
-# only; make test-rest (CI) runs them healthy.
+# A minute or more a run here (LBFGS's one step takes about a minute): the rest (CI) runs them healthy; their
+# planted bugs run in the doctor's benchmark (python -m benchmarks.doctor_real, results/doctor_real.json), no tier.
 SLOW = {"dcgan", "time_sequence_prediction", "imagenet_resnet18"}
-# Planted bugs the doctor does not name today, each with what happens instead (benchmarks/results/doctor_real.json).
-KNOWN_MISSES = {
-    ("time_sequence_prediction", "softmax-before-cross-entropy"): "the edit puts a softmax before an MSE loss: no "
-    "cross-entropy is handed probabilities, and one "
-    "LBFGS step a minute leaves too few losses for a "
-    "verdict",
-    ("time_sequence_prediction", "missing-zero-grad"): "LBFGS takes about a minute a step here: the 2 steps the "
-    "doctor sees are fewer than the 3 updates its rule needs",
-    ("time_sequence_prediction", "graph-kept-alive"): "the same: 2 steps, fewer than graphs piling up need",
-    ("dcgan", "zero-grad-before-step"): "the edit clears the discriminator's real-batch gradients between its two "
-    "backwards: no step sees all-zero gradients, and no instrument yet measures "
-    "a backward whose gradients no update used",
-}
+# The planted bugs the doctor does not name today are all in SLOW's scripts: the benchmark lists them with what
+# happens instead (benchmarks/results/doctor_real.json).
 
 
 def _cases():
     for entry in ENTRIES:
         for cause, _ in doctor_real.variants(entry):
             sampled = entry["name"] in SAMPLE and (cause is None or cause in SAMPLE[entry["name"]])
-            marks = [] if sampled else [pytest.mark.full]
             if cause is not None and entry["name"] in SLOW:
-                marks.append(pytest.mark.exhaustive)
-            if (entry["name"], cause) in KNOWN_MISSES:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[entry["name"], cause]))
+                continue  # a planted bug in a script of minutes a step: the doctor's benchmark runs it, no tier does
+            marks = [] if sampled else [pytest.mark.matrix]
             yield pytest.param(entry["name"], cause, marks=marks, id=f"{entry['name']}-{cause or 'healthy'}")
 
 

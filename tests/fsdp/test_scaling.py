@@ -100,7 +100,7 @@ def test_every_rank_writes_a_trace_and_its_split_covers_the_step(runs):
         assert rank["trace"].endswith(f"ddp-rank{ddp['ranks'].index(rank)}.json")
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_hsdp_shards_inside_groups_of_two_and_all_reduces_across_them(tmp_path):
     spec = {name: {"kind": "steptime", "mode": name, "steps": 2, "profiled": 2} for name in ("hsdp", "fsdp2")}
     got = experiments.run(spec, 4, tmp_path, timeout=300)

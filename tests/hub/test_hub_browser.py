@@ -82,7 +82,7 @@ def browser():
         running.close()
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_a_room_in_the_browser_two_learners_and_the_instructor_across_a_hub_restart(browser, tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     wrong = next(e for e in checks.get("start/warmup").corpus if e.name == WRONG_FIX).edit.apply("start/warmup")

@@ -144,7 +144,7 @@ def test_make_hub_with_unix_users_refuses_an_environment_other_users_cannot_read
     assert done.returncode != 0 and "cannot read" in done.stderr and "CACHE=" in done.stderr, done.stderr
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_an_idle_learners_server_is_culled_and_their_work_kept_for_the_next_login(hub_environment, tmp_path):
     """jupyterhub-idle-culler runs as the room's service: a server idle past --cull-idle is stopped, the
     learner's edits stay in their home, and logging in again starts a server on the same working copy."""
@@ -174,7 +174,7 @@ print(json.dumps(proxy.previous()))
 """
 
 
-@pytest.mark.full
+@pytest.mark.slow
 def test_the_hub_adopts_only_its_own_proxy_and_never_signals_a_process_a_stale_pid_file_names(hub_environment, tmp_path):
     """After a reboot the proxy's pid file may name an unrelated process: JupyterHub alone would SIGTERM it;
     the room's proxy class calls the file stale and leaves the process be. A proxy that does not take the

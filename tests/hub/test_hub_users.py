@@ -26,7 +26,7 @@ from trainlab.hub import cgroups, limits
 from trainlab.hub.safety import unreadable_by_others
 from trainlab.paths import REPO
 
-pytestmark = pytest.mark.full
+pytestmark = pytest.mark.slow
 
 LEARNERS, INSTRUCTOR = ["trainlab-ana", "trainlab-ben"], "trainlab-ines"
 NOT_PASSED_ON = ("PYTHONPATH", "TRAINLAB_HUB_PYTHON", "TRAINLAB_HUB_PROXY", "VIRTUAL_ENV")  # the clone's make sets its own

@@ -30,7 +30,7 @@ def test_solution_notebook_runs_and_its_checks_pass(solution):
 
 
 @pytest.mark.device
-@pytest.mark.full
+@pytest.mark.slow
 def test_whole_learner_notebook_runs_and_its_numbers_change_with_the_seed(solution):
     learner = run_learner(NOTEBOOK, whole=True, seed=1)
     assert_learner_checks_not_attempted(learner, NOTEBOOK)

@@ -149,9 +149,11 @@ def _require_cifar(verify):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The browser tests last: they operate the notebooks the other areas have just run, and the
-    # reference runs those cached (build/measure-cache) serve the browser's exercise cells too
-    items.sort(key=lambda item: area(item.nodeid) == "browser")
+    # The longest areas first, so the workers finish together (a test file is one unit of work): but the browser's
+    # exercise cells are served the reference runs notebooks 00 and 01's areas cache (build/measure-cache), so
+    # those two go first, the browser next, and the rest fill the time around it
+    shares = budget()
+    items.sort(key=lambda item: (_phase(area(item.nodeid)), -shares.get(area(item.nodeid), 0)))
     mode, real_data = config.getoption("matrix"), config.getoption("data") == "cifar10"
     keep, drop = [], []
     for item in items:
@@ -160,6 +162,10 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _phase(name):
+    return 0 if name in ("debugging", "start") else 1 if name == "browser" else 2
 
 
 def _in_matrix(item, mode):

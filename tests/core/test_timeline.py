@@ -45,12 +45,12 @@ def test_a_serialised_all_reduce_shows_up_as_communication_with_nothing_overlapp
 
 
 def test_an_all_reduce_hidden_behind_compute_shows_up_as_overlap(traces):
-    serialised = splits(traces, "serialised")
-    for s, blocked in zip(splits(traces, "overlapped"), serialised):
+    for s in splits(traces, "overlapped"):
         # hidden behind compute on 2 shared cores: over 0.5 alone, once below it in a batch run (the
         # serialised case stays under 0.1, so 0.25 still tells the two apart)
         assert s["overlap"] > 0.25
-        assert s["communication"] < blocked["communication"]
+        # what is left exposed is judged within the same run (against another run's, a busy machine decided it)
+        assert s["communication"] < s["comm_s"]
 
 
 def test_a_sleep_between_ops_shows_up_as_idle(traces):

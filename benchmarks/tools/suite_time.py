@@ -66,7 +66,7 @@ def main(argv=None):
     out = RESULTS / "test_suite.json"
     results = json.loads(out.read_text()) if out.exists() else {}
     results.setdefault("suite_time", {})[args.label] = row
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    out.write_text(json.dumps(results, indent=2) + "\n")
     return row["status"]
 
 

@@ -362,7 +362,9 @@ def test_suite():
         (
             "`make test` on a fresh clone, 2-core machine, CI=true (new environment, cold compile caches)",
             f"{latest['make_test_total_s'] / 60:.1f} minutes: environment {latest['environment_s']} s, pytest "
-            f"{latest['make_test_pytest_s']} s, {latest['make_test_tests']} tests ({latest['date']}{spread})",
+            f"{latest['make_test_pytest_s']} s, {latest['make_test_tests']} tests"
+            + (f", CPU {latest['cpu_busy']:.0%} busy" if "cpu_busy" in latest else "")
+            + f" ({latest['date']}{spread})",
         )
     ]
 

@@ -7,12 +7,16 @@
 The hub runs with the test-only spawner (no isolation between learners: one Unix user here), as the
 make target's SPAWNER=test, unless given another (test_hub_users.py: SPAWNER=users, from a clone others
 can read). Every process it started - proxy, services, learners' servers and kernels, which outlive a
-restart by design - is stopped on exit.
+restart by design - is stopped on exit. One hub at a time on a machine: make test's workers may reach two hub
+tests at once, and hubs of the same roster names would share each learner's cgroup; the second waits for the
+first (a lock file in the system's temporary folder).
 """
 
+import fcntl
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,9 +120,21 @@ class RoomHub:
         return session, response
 
     def __enter__(self):
-        return self.start()
+        self.lock = open(Path(tempfile.gettempdir()) / "trainlab-tests-hub.lock", "w")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)  # released when the hub and everything it started are gone
+        try:
+            return self.start()
+        except BaseException:
+            self.__exit__()
+            raise
 
     def __exit__(self, *exc):
+        try:
+            self._stop_all()
+        finally:
+            self.lock.close()
+
+    def _stop_all(self):
         self.remember()
         if self.proc is not None and self.proc.poll() is None:
             try:

@@ -113,12 +113,24 @@ def pytest_configure(config):
         "markers", "slow: a second proof of a mechanism make test proves, moved out for its time; runs in the rest"
     )
     if is_controller(config) or not is_worker(config):  # the machine as it was before the suite loaded it
-        config.stash[LIMIT_AT_START] = limits.limit(1.0)
+        config.stash[LIMIT_AT_START] = limits.Limit(1.0, limits.speed(), others_load())
     config.addinivalue_line("markers", "device: runs on TRAINLAB_TEST_DEVICE (cuda under make test-gpu)")
     config.addinivalue_line(
         "markers",
         "convergence: thresholds on what runs learn from the data; make test-cifar runs these on real CIFAR-10",
     )
+
+
+def others_load():
+    """How many times slower the suite runs for the other work on the machine when it began: it fills every core
+    itself, so with N other runnable processes per core it gets 1 / (1 + N) of each (the busy-machine harness, two
+    loops per core: 3x). The median of five looks over half a second; the minute's load average would count the
+    environment's creation just before."""
+    looks = []
+    for _ in range(5):
+        looks.append(limits._runnable_now())
+        time.sleep(0.1)
+    return 1.0 + sorted(looks)[2] / limits.usable_cores()
 
 
 def is_worker(config):
@@ -257,7 +269,7 @@ def pytest_sessionfinish(session, exitstatus):
     if is_worker(config) or os.environ.get("CI") != "true" or not SECONDS or not whole_suite(config):
         return
     mode, failures = config.getoption("matrix"), []
-    start = config.stash.get(LIMIT_AT_START, None) or limits.limit(1.0)
+    start = config.stash.get(LIMIT_AT_START, None) or limits.Limit(1.0, limits.speed(), others_load())
     if mode == "sample":
         failures.append(total_failure(time.time() - BEGAN, start))
         shares = budget()

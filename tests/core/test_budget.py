@@ -79,3 +79,13 @@ def test_the_rest_may_not_grow_in_tests_or_seconds():
     assert rest_failure(REST_MAX_TESTS, REST_TOTAL_S, idle) is None
     assert "at most 361 tests" in rest_failure(REST_MAX_TESTS + 1, 10, idle)
     assert rest_failure(10, REST_TOTAL_S + 1, idle)
+
+
+def test_the_gates_count_the_other_work_on_the_machine_as_the_suites_slowdown(monkeypatch):
+    from tests import conftest
+
+    monkeypatch.setattr(limits, "usable_cores", lambda: 2)
+    monkeypatch.setattr(limits, "_runnable_now", lambda: 4)  # the busy-machine harness: two loops per core
+    assert conftest.others_load() == 3.0  # the suite gets a third of each core
+    monkeypatch.setattr(limits, "_runnable_now", lambda: 0)
+    assert conftest.others_load() == 1.0

@@ -45,6 +45,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     share = max(1, usable_cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     given = os.environ.get("OMP_NUM_THREADS", "")
+    os.environ.setdefault("TRAINLAB_TESTS_GIVEN_OMP_NUM_THREADS", given)  # what a user's run gets (users_threads)
     os.environ["OMP_NUM_THREADS"] = str(min(share, int(given)) if given.isdigit() and int(given) > 0 else share)
 
 TESTS = Path(__file__).resolve().parent
@@ -323,6 +324,20 @@ def machine_speed(seconds, shares):
         return 1.0
     median = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
     return min(max(median, 1.0), MAX_SLOWER)
+
+
+@pytest.fixture
+def users_threads(monkeypatch):
+    """The torch threads a user's run starts with (what OMP_NUM_THREADS was before a worker took its share), for
+    tests that run a script as a user runs it and judge its threads: under a worker's one thread, a script's
+    torch.set_num_threads(1) takes nothing away."""
+    given = os.environ.get("TRAINLAB_TESTS_GIVEN_OMP_NUM_THREADS")
+    if given is None:  # one pytest process: the environment is the user's
+        return
+    if given:
+        monkeypatch.setenv("OMP_NUM_THREADS", given)
+    else:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # children get every usable core (runner.child_env)
 
 
 @pytest.fixture

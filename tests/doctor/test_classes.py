@@ -4,7 +4,8 @@ validation passes, mode and axis mistakes, the LR blamed for what is not the LR,
 far worse than a known-good loop, a step slow outside the model. Each script's docstring says
 what it is; healthy ones get nothing above info, broken ones their cause as the top root cause.
 `benchmarks/doctor_classes.py` scores them now and at an earlier commit. Full matrix only (each is a
-doctor run of 15-60 s); make test covers the mechanisms in test_instruments and test_rules."""
+doctor run of 15-60 s); make test covers the mechanisms in test_instruments and test_rules. Each runs with the
+torch threads a user's run gets (users_threads), not a parallel run's worker's share."""
 
 import pytest
 
@@ -15,7 +16,7 @@ SCRIPTS = doctor_classes.scripts()
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, kind, cause", SCRIPTS, ids=[s[0] for s in SCRIPTS])
-def test_class_script(name, kind, cause):
+def test_class_script(name, kind, cause, users_threads):
     row = doctor_classes.score(name, kind, cause, doctor_classes.diagnose(name))
     assert "error" not in row, row["error"]
     assert row["passed"], (

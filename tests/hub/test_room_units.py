@@ -8,7 +8,8 @@ import pytest
 from trainlab.workbook import progress
 from trainlab.paths import REPO
 from trainlab.hub import grid, limits, roster, safety, state
-from trainlab.hub.records import Records, clean
+from trainlab.hub import records as room_records
+from trainlab.hub.records import Intake, Records, Refused, clean
 
 NOW = 1_800_000_000.0
 
@@ -81,7 +82,7 @@ def test_the_state_folder_is_private_and_its_secrets_are_kept(tmp_path):
 
 def test_a_record_is_kept_in_the_token_owners_name_and_checked():
     body = json.dumps(rec("ben", "start/warmup", "incorrect", 1, 0, extra="dropped"))
-    kept = clean(body, "ana")
+    kept = clean(body, "ana", now=NOW)
     assert kept["learner"] == "ana" and "extra" not in kept
     with pytest.raises(ValueError, match="verdict"):
         clean(json.dumps({**json.loads(body), "verdict": "passed!"}), "ana")
@@ -123,9 +124,16 @@ def test_the_grid_shows_each_learners_state_and_puts_stuck_exercises_first():
     assert not g.rows[2].cells["chen"].stuck() and g.rows[2].working == 1
 
 
-def test_a_learner_outside_the_roster_with_records_still_shows():
-    g = grid.build([rec("zoe", "start/warmup", "pass", 1, 5)], ["ana"], ["start/warmup"], now=NOW)
-    assert g.learners == ["ana", "zoe"] and g.rows[0].passed == 1
+def test_the_grid_shows_the_rosters_learners_and_the_workbooks_exercises_whatever_is_stored():
+    """Records a room kept before it checked them (a name off the roster, an exercise no notebook has) show
+    nowhere; every drill a learner generates lands in one row."""
+    stored = [rec("zoe", "start/warmup", "pass", 1, 5), rec("ana", "<img src=x onerror=alert(1)>", "incorrect", 1, 9),
+              rec("ana", "drill/7", "incorrect", 1, 30), rec("ana", "drill/7", "pass", 2, 20),
+              rec("ana", "drill/8-2", "incorrect", 1, 10), rec("ana", "start/warmup", "pass", 1, 5)]
+    g = grid.build(stored, ["ana"], ["start/warmup"], now=NOW)
+    assert g.learners == ["ana"] and [r.exercise for r in g.rows] == ["start/warmup", grid.DRILLS]
+    assert g.rows[1].cells["ana"].text == "1 of 2 drills passed" and not g.rows[1].cells["ana"].stuck()
+    assert g.records == 4
 
 
 def test_the_grid_reads_records_as_progress_writes_them(tmp_path, monkeypatch):
@@ -178,8 +186,8 @@ def test_a_graded_diagnosis_is_recorded_for_the_room(tmp_path, monkeypatch):
 def test_the_rooms_records_merge_as_exported_records_do(tmp_path):
     """`python -m trainlab.progress --merge STATE/records/*.jsonl` reads what the room view kept."""
     records = Records(tmp_path)
-    records.add("ana", clean(json.dumps(rec("x", "start/warmup", "pass", 1, 0)), "ana"))
-    records.add("ben", clean(json.dumps(rec("x", "start/warmup", "incorrect", 1, 0)), "ben"))
+    records.add("ana", clean(json.dumps(rec("x", "start/warmup", "pass", 1, 0)), "ana", now=NOW))
+    records.add("ben", clean(json.dumps(rec("x", "start/warmup", "incorrect", 1, 0)), "ben", now=NOW))
     rows = progress.merge(sorted(tmp_path.glob("*.jsonl")), exercises=["start/warmup"])
     assert [(r["learner"], r["status"]) for r in rows] == [("ana", "passed"), ("ben", "attempted")]
 
@@ -230,5 +238,120 @@ def test_records_the_room_missed_go_with_the_next_check_and_are_stored_once(tmp_
         assert [(r["verdict"], r["attempt"]) for r in stored.all()] == [("incorrect", 1), ("pass", 2)]
         (tmp_path / "ana" / progress.SENT).write_text("1")  # the pass's 201 was lost: it is sent again
         assert progress.send_to_room() and len(stored.all()) == 2
+    finally:
+        server.shutdown()
+
+
+EXERCISES = progress.all_exercises()
+SENT = [rec("ana", "start/warmup", "incorrect", 1, 120), rec("ana", "debugging/nc_2", "pass", 1, 60)]
+
+
+def bad_posts():
+    """What a curious learner posted with her own token, each with the status and words it must be refused with."""
+    good = rec("x", "start/warmup", "incorrect", 3, 0)
+    return {
+        "a script in the exercise": (dict(good, exercise="<img src=x onerror=alert(1)>"), 400, "not one of"),
+        "an exercise no notebook has": (dict(good, exercise="debugging/nc_99"), 400, "not one of"),
+        "2 MB of exercise name": (dict(good, exercise="x" * 2_000_000), 413, "at most 4096 bytes"),
+        "dated 2020": (dict(good, time="2020-01-01T10:00:00+0000"), 400, "before the room started"),
+        "dated next week": (dict(good, time=stamp(-7 * 86400)), 400, "in the future"),
+        "a made-up verdict": (dict(good, verdict="passed!"), 400, "verdict"),
+        "a long diagnosis": (dict(good, diagnosis="y" * 3000), 400, "diagnosis"),
+        "an attempt that is text": (dict(good, attempt="1; DROP"), 400, "attempt"),
+        "not an object": ([good], 400, "JSON object"),
+    }
+
+
+@pytest.mark.parametrize("what", list(bad_posts()))
+def test_each_post_a_curious_learner_tried_is_refused_with_why_and_the_view_is_unchanged(tmp_path, what):
+    record, status, words = bad_posts()[what]
+    intake = Intake(Records(tmp_path), EXERCISES, since=NOW - 3600)
+    for r in SENT:
+        intake.take("ana", json.dumps(r).encode(), ["ana", "ben"], now=NOW)
+    before = json.dumps(grid.as_json(grid.build(intake.records.all(), ["ana", "ben"], EXERCISES, now=NOW)))
+    with pytest.raises(Refused) as refused:
+        intake.take("ana", json.dumps(record).encode(), ["ana", "ben"], now=NOW)
+    assert refused.value.status == status and words in str(refused.value)
+    after = json.dumps(grid.as_json(grid.build(intake.records.all(), ["ana", "ben"], EXERCISES, now=NOW)))
+    assert after == before
+
+
+def test_a_record_queued_while_the_hub_was_down_still_passes_and_drills_are_kept(tmp_path):
+    intake = Intake(Records(tmp_path), EXERCISES, since=NOW - 3600)
+    queued = rec("ana", "start/warmup", "incorrect", 1, 1800)  # made half an hour ago, sent now
+    assert intake.take("ana", json.dumps(queued).encode(), ["ana"], now=NOW)[1]
+    assert intake.take("ana", json.dumps(rec("ana", "drill/42-2", "pass", 1, 5)).encode(), ["ana"], now=NOW)[1]
+    assert not intake.take("ana", json.dumps(queued).encode(), ["ana"], now=NOW)[1]  # sent twice, kept once
+
+
+def test_an_instructor_or_a_stranger_is_refused_and_the_record_file_name_is_never_theirs(tmp_path):
+    intake = Intake(Records(tmp_path), EXERCISES, since=NOW - 3600)
+    for who in ("ines", "../../etc/passwd"):
+        with pytest.raises(Refused) as refused:
+            intake.take(who, json.dumps(SENT[0]).encode(), ["ana"], now=NOW)
+        assert refused.value.status == 403 and "roster" in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_records_per_minute_and_in_all_are_capped(tmp_path, monkeypatch):
+    intake = Intake(Records(tmp_path), EXERCISES, since=NOW - 86400)
+    for i in range(room_records.PER_MINUTE):
+        intake.take("ana", json.dumps(rec("ana", "start/warmup", "incorrect", i + 1, 60)).encode(), ["ana"], now=NOW)
+    with pytest.raises(Refused) as refused:
+        intake.take("ana", json.dumps(rec("ana", "start/warmup", "pass", 99, 0)).encode(), ["ana"], now=NOW + 1)
+    assert refused.value.status == 429 and "a minute" in str(refused.value)
+    assert intake.take("ana", json.dumps(rec("ana", "start/warmup", "pass", 99, 0)).encode(), ["ana"], now=NOW + 61)
+    monkeypatch.setattr(room_records, "MOST", intake.records.count("ana"))
+    with pytest.raises(Refused) as refused:
+        intake.take("ana", json.dumps(rec("ana", "start/warmup", "pass", 100, 0)).encode(), ["ana"], now=NOW + 200)
+    assert refused.value.status == 403 and "the most the room keeps" in str(refused.value)
+
+
+def test_the_grid_json_of_30_learners_through_the_whole_workbook_stays_under_256_kb():
+    learners = [f"learner{i:02d}" for i in range(30)]
+    exercises = [*EXERCISES, *(f"memory/future_{i}" for i in range(40 - len(EXERCISES)))]  # a workbook of 40
+    long = [rec(n, e, v, a, 700 - a, diagnosis="wrong") for n in learners for e in exercises
+            for a, v in enumerate(["incorrect", "error", "timed out"], 1)]
+    drills = [rec(n, f"drill/{seed}", "incorrect", 1, 30) for n in learners for seed in range(200)]
+    g = grid.build(long + drills, learners, exercises, now=NOW)
+    size = len(json.dumps(grid.as_json(g)))
+    assert len(g.rows) == 41 and size < 256 * 1024, f"grid.json {size} bytes"
+    assert all(len(c.text) <= grid.MAX_CELL_CHARS for r in g.rows for c in r.cells.values())
+
+
+def test_a_room_refused_record_is_said_and_does_not_hold_back_the_next(tmp_path, monkeypatch):
+    """The learner's kernel shows the room's reason for a refusal and sends the records after it; a 429 waits."""
+    import http.server
+    import threading
+
+    answers, got = [], []
+
+    class View(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            status, body = answers.pop(0)
+            self.send_response(status)
+            self.end_headers()
+            self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), View)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path))
+    monkeypatch.setenv("TRAINLAB_ROOM_URL", f"http://127.0.0.1:{server.server_port}/services/room")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "anas-token")
+    (tmp_path / progress.RECORDS).write_text("".join(json.dumps(r) + "\n" for r in SENT))
+    try:
+        answers[:] = [(400, {"refused": "record refused: time is before the room started"}), (201, {})]
+        with pytest.warns(UserWarning, match="refused your record of start/warmup.*before the room started"):
+            assert progress.send_to_room()
+        assert [r["exercise"] for r in got] == ["start/warmup", "debugging/nc_2"]
+        (tmp_path / progress.SENT).write_text("1")
+        answers[:] = [(429, {"refused": "more than 60 records in a minute"})]
+        with pytest.warns(UserWarning, match="did not receive 1 record.*sent with your next check"):
+            assert not progress.send_to_room()
+        assert (tmp_path / progress.SENT).read_text() == "1"
     finally:
         server.shutdown()

@@ -6,6 +6,9 @@
 A learner is *stuck* on an exercise when they attempted it, have not passed it, and their first
 attempt is more than STUCK_AFTER_S ago: the moment to walk over. Rows are ordered by how many are
 stuck, then by how many are still working on it, then in notebook order. Pure: records in, grid out.
+
+The grid is bounded whatever the records hold: columns are the roster's learners, rows the workbook's
+exercises and one row for all generated drills, and each cell's text is at most MAX_CELL_CHARS.
 """
 
 import time
@@ -15,6 +18,8 @@ from datetime import datetime
 from trainlab.workbook import progress
 
 STUCK_AFTER_S = 600
+DRILLS = "drills"  # the one row of every generated drill (drill/<seed>)
+MAX_CELL_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -24,12 +29,18 @@ class Cell:
     passed_at: object  # the attempt that passed, or None
     since_first_s: object  # seconds since the first attempt, or None
     diagnosis: str  # the last graded diagnosis ("right", "wrong", ...) or ""
+    summary: str = ""  # the drills row's text
 
     def stuck(self):
         return self.status == "attempted" and self.since_first_s is not None and self.since_first_s > STUCK_AFTER_S
 
     @property
     def text(self):
+        return self._text()[:MAX_CELL_CHARS]
+
+    def _text(self):
+        if self.summary:
+            return self.summary
         if self.status == "not started":
             return "not attempted"
         diagnosis = f"; diagnosis {self.diagnosis}" if self.diagnosis else ""
@@ -79,21 +90,53 @@ def learner_cells(records, exercises, now):
             for name, row in rows.items()}
 
 
+def drill_cell(records):
+    """One learner's drills: how many they passed of those they tried (no drill is ever 'stuck')."""
+    tried = {r["exercise"] for r in records if r["verdict"] != "not attempted"}
+    passed = {r["exercise"] for r in records if r["verdict"] == "pass"}
+    if not tried:
+        return Cell("not started", 0, None, None, "")
+    status = "passed" if passed else "attempted"
+    return Cell(status, len(tried), None, None, "", f"{len(passed)} of {len(tried)} drills passed")
+
+
 def build(records, learners, exercises, now=None):
-    """The grid for these learners (roster order; anyone else with records is added) and exercises."""
+    """The grid for these learners (roster order) and exercises; records of anyone or anything else are left out."""
     now = time.time() if now is None else now
+    known = set(exercises)
     by_learner = {name: [] for name in learners}
+    drills = {name: [] for name in learners}
     for r in records:
-        by_learner.setdefault(r["learner"], []).append(r)
+        if r.get("learner") not in by_learner:
+            continue
+        if r.get("exercise") in known:
+            by_learner[r["learner"]].append(r)
+        elif str(r.get("exercise")).startswith("drill/"):
+            drills[r["learner"]].append(r)
     cells = {name: learner_cells(rs, exercises, now) for name, rs in by_learner.items()}
+    if any(drills.values()):
+        for name in learners:
+            cells[name][DRILLS] = drill_cell(drills[name])
     names = list(by_learner)
-    order = list(dict.fromkeys([*exercises, *(e for per in cells.values() for e in per)]))
+    order = [*exercises, *([DRILLS] if any(drills.values()) else [])]
     rows = []
     for exercise in order:
-        column = {name: cells[name][exercise] for name in names if exercise in cells[name]}
+        column = {name: cells[name][exercise] for name in names}
         rows.append(Row(exercise, sum(c.stuck() for c in column.values()),
                         sum(c.status == "attempted" for c in column.values()),
                         sum(c.status == "passed" for c in column.values()), column))
     position = {e: i for i, e in enumerate(order)}
     rows.sort(key=lambda row: (-row.stuck, -row.working, position[row.exercise]))
-    return Grid(names, rows, len(records))
+    return Grid(names, rows, sum(len(rs) for rs in by_learner.values()) + sum(len(rs) for rs in drills.values()))
+
+
+def as_json(g):
+    """The grid as grid.json serves it: what the tests and the load benchmark read."""
+    def cell(c):
+        since = None if c.since_first_s is None else round(c.since_first_s)
+        return {"status": c.status, "attempts": c.attempts, "passed_at": c.passed_at, "since_first_s": since,
+                "diagnosis": c.diagnosis, "text": c.text}
+
+    return {"learners": g.learners, "records": g.records,
+            "rows": [{"exercise": r.exercise, "stuck": r.stuck, "working": r.working, "passed": r.passed,
+                      "cells": {n: cell(c) for n, c in r.cells.items()}} for r in g.rows]}

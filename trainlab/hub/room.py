@@ -4,7 +4,9 @@
 
 - POST <prefix>api/records  one record, sent by `trainlab.workbook.progress.record` from the learner's kernel
   with the learner's own hub API token: the learner is the token's owner, never the record's claim,
-  so nobody can write records in another's name. Appended to <state>/records/<learner>.jsonl.
+  so nobody can write records in another's name. Appended to <state>/records/<learner>.jsonl; refused
+  with a 4xx and {"refused": why} when it is not a roster learner's, too large, too many, or not a
+  record of this workbook and this room (records.Intake).
 - GET <prefix>              the grid (grid.py) for instructors (scope custom:trainlab-room:view,
   config.py); anyone else gets 403. The page re-reads <prefix>grid every REFRESH_S seconds.
 - GET <prefix>grid.json     the same grid as JSON (what the tests and the benchmark read).
@@ -23,10 +25,11 @@ from tornado import ioloop, web
 
 from trainlab.workbook import progress
 from trainlab.hub import grid, roster, state
-from trainlab.hub.records import Records, clean
+from trainlab.hub.records import Intake, Records, Refused
 from trainlab.hub.scopes import VIEW
 
 REFRESH_S = 5
+MAX_BODY_BYTES = 4 << 20  # larger posts are cut off unread; up to this, RecordsAPI answers 413 with the reason
 
 
 class Base(HubOAuthenticated, web.RequestHandler):
@@ -68,20 +71,19 @@ class GridJSON(Base):
         self.instructor()
         start = time.perf_counter()
         g = self.room.grid()
-        self.write({"learners": g.learners, "records": g.records, "built_ms": 1000 * (time.perf_counter() - start),
-                    "rows": [{"exercise": r.exercise, "stuck": r.stuck, "working": r.working, "passed": r.passed,
-                              "cells": {n: {**c.__dict__, "text": c.text} for n, c in r.cells.items()}}
-                             for r in g.rows]})
+        self.write(grid.as_json(g) | {"built_ms": 1000 * (time.perf_counter() - start)})
 
 
 class RecordsAPI(Base):
     @web.authenticated
     def post(self):
         try:
-            record = clean(self.request.body, self.current_user["name"])
-        except ValueError as exc:
-            raise web.HTTPError(400, f"record refused: {exc}") from None
-        self.room.records.add(record["learner"], record)
+            record, _ = self.room.intake.take(self.current_user["name"], self.request.body, self.room.learners())
+        except Refused as exc:  # the learner's kernel shows the reason and keeps the record in its own file
+            self.set_status(exc.status)
+            if exc.status == 429:
+                self.set_header("Retry-After", "60")
+            return self.finish({"refused": str(exc)})
         self.set_status(201)
         self.write({"stored": record})
 
@@ -95,6 +97,7 @@ class Room:
         self.cookie_secret = state.secret(folder, "room_cookie_secret")  # an open view survives a hub restart
         self.roster_path, self.prefix = roster_path, prefix
         self.exercises = progress.all_exercises()
+        self.intake = Intake(self.records, self.exercises, since=state.started(folder))
         # the one instance: HubOAuthCallbackHandler takes HubOAuth.instance(), and the login's PKCE state lives in it
         self.hub_auth = HubOAuth.instance(cache_max_age=60)
 
@@ -151,7 +154,7 @@ def main():
     url = os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8011")
     host_port = os.environ.get("TRAINLAB_ROOM_BIND") or url.split("://", 1)[1].split("/", 1)[0]
     host, port = host_port.rsplit(":", 1)
-    room.app().listen(int(port), address=host)
+    room.app().listen(int(port), address=host, max_body_size=MAX_BODY_BYTES)
     for sig in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services with these; HubOAuth's thread
         signal.signal(sig, lambda *_: os._exit(0))  # would keep the process alive. Records are written already.
     ioloop.IOLoop.current().start()

@@ -4,6 +4,7 @@
     <state>/jupyterhub_cookie_secret  so logins survive a restart
     <state>/proxy_auth_token          so a restarted hub talks to the proxy still running
     <state>/room_cookie_secret        so an instructor's open room view keeps refreshing across a restart
+    <state>/room_started              when the room first started: records dated earlier are refused
     <state>/records/<learner>.jsonl   every checked verdict the room view received
     <state>/homes/<learner>/          learners' homes (test-only spawner; real users have /home)
 
@@ -13,6 +14,7 @@ The folder is 0700: the database holds password hashes and tokens. Default:
 
 import os
 import secrets
+import time
 from pathlib import Path
 
 RECORDS = "records"
@@ -42,3 +44,21 @@ def secret(folder, name):
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_hex(32))
     return path.read_text().strip()
+
+
+def started(folder):
+    """When the room in folder first started (POSIX seconds), written once. A state folder made before this file
+    existed dates from its oldest secret, written at its first start; a new one from now."""
+    path = Path(folder) / "room_started"
+    if not path.exists():
+        first = [p.stat().st_mtime for p in Path(folder).glob("*secret*") if p.is_file()]
+        draft = path.with_name(f".room_started.{os.getpid()}")
+        draft.write_text(str(int(min([time.time(), *first]))))
+        draft.chmod(0o600)
+        try:
+            os.link(draft, path)  # whole or not at all: the hub and the room service may both start it
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return float(path.read_text().strip())

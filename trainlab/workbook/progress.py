@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 import warnings
 from collections import defaultdict
@@ -109,6 +110,23 @@ def send_to_room(timeout=5):
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 stored = response.status == 201
+        except urllib.error.HTTPError as exc:
+            refusal = _refusal(exc)
+            if exc.code == 429 or exc.code >= 500 or refusal is None:  # too many at once, the room restarting
+                warnings.warn(
+                    f"the room view did not receive {len(records) - sent} record(s) ({exc.code}: "
+                    f"{refusal or exc.reason}); they are kept in {folder() / RECORDS} and sent with your next check",
+                    stacklevel=3,
+                )
+                return False
+            # refused for good, with the room's reason (not this room's learner, not this workbook's exercise):
+            # say why, and do not hold back the records after it
+            warnings.warn(
+                f"the room view refused your record of {entry.get('exercise')} ({exc.code}: {refusal}); it stays in "
+                f"{folder() / RECORDS}",
+                stacklevel=3,
+            )
+            stored = True
         except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
             warnings.warn(
                 f"the room view did not receive {len(records) - sent} record(s) ({exc}); they are kept in "
@@ -121,6 +139,14 @@ def send_to_room(timeout=5):
         sent += 1
         atomic.write_text(sent_file, str(sent))
     return True
+
+
+def _refusal(error):
+    """The room's reason for refusing a record ({"refused": why}), or None when something else answered."""
+    try:
+        return str(json.loads(error.read())["refused"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def status(records, exercises):

@@ -80,10 +80,12 @@ $(HREADY): $(READY)
 	@touch "$(HREADY)"
 
 # make hub ROSTER=room.toml [IP=10.0.0.5 SSL_CERT=cert.pem SSL_KEY=key.pem | INSECURE=1] [PORT=8000] [HUB_STATE=dir]
+#          [REISSUE="ana ben"]  (new claim codes: a lost code, or a forgotten password reset)
 hub: hub-setup  ## a workshop room: JupyterHub for the learners ROSTER names, a live room view for the instructor
 	"$(TRAINLAB_HUB_PYTHON)" -m trainlab.hub $(if $(ROSTER),--roster "$(ROSTER)") $(if $(IP),--ip $(IP)) \
 		$(if $(PORT),--port $(PORT)) $(if $(HUB_STATE),--state "$(HUB_STATE)") $(if $(SSL_CERT),--ssl-cert "$(SSL_CERT)") \
-		$(if $(SSL_KEY),--ssl-key "$(SSL_KEY)") $(if $(INSECURE),--insecure) $(if $(SPAWNER),--spawner $(SPAWNER)) $(HUB_ARGS)
+		$(if $(SSL_KEY),--ssl-key "$(SSL_KEY)") $(if $(INSECURE),--insecure) $(if $(SPAWNER),--spawner $(SPAWNER)) \
+		$(if $(REISSUE),--reissue $(REISSUE)) $(HUB_ARGS)
 
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
 	"$(VPY)" -m trainlab.workbook.workspace --open

@@ -14,12 +14,14 @@ first (a lock file in the system's temporary folder).
 
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from trainlab.processes import runner, tree
@@ -36,6 +38,16 @@ def hub_environment_missing():
     return None
 
 
+def require_hub_environment():
+    """The hub's Python; a test without the hub environment fails under CI=true and is skipped elsewhere."""
+    missing = hub_environment_missing()
+    if missing and os.environ.get("CI") == "true":
+        pytest.fail(f"the hub tests need the hub environment under CI=true: {missing}")
+    if missing:
+        pytest.skip(missing)
+    return os.environ["TRAINLAB_HUB_PYTHON"]
+
+
 class RoomHub:
     def __init__(self, folder, learners, instructors=("ines",), start_timeout=180,  # a busy 2-core machine
                  spawner="test", repo=REPO, make_args=()):
@@ -48,6 +60,7 @@ class RoomHub:
         self.log = self.folder / "hub.log"
         self.start_timeout = start_timeout
         self.proc, self.pids = None, set()
+        self.codes = {}  # name -> the claim code make hub printed (its first login needs it)
 
     @property
     def url(self):
@@ -67,6 +80,8 @@ class RoomHub:
                 raise RuntimeError(f"make hub exited with code {self.proc.returncode}:\n{self.log_tail()}")
             if self._up():
                 self.remember()
+                self.codes.update(re.findall(r"^    (\S+)\s+([A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4})$", self.log_tail(None),
+                                             flags=re.MULTILINE))  # what make hub printed for the instructor
                 return self
             time.sleep(0.3)
         raise RuntimeError(f"the hub did not answer within {self.start_timeout} s:\n{self.log_tail()}")
@@ -86,7 +101,8 @@ class RoomHub:
             self.pids |= set(tree.descendants(self.proc.pid))
 
     def log_tail(self, chars=4000):
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text if chars is None else text[-chars:]
 
     def jupyterhub_pid(self):
         for pid in tree.descendants(self.proc.pid):
@@ -111,12 +127,14 @@ class RoomHub:
     def proxy_pid(self):
         return int((self.state / "jupyterhub-proxy.pid").read_text())
 
-    def login(self, name, password):
-        """A requests session logged in as name (the first login sets the password); (session, response)."""
+    def login(self, name, password, code=None):
+        """A requests session logged in as name (the first login, with the name's claim code, sets the password);
+        (session, response). code: the claim code to type (default: the one make hub printed for name)."""
         session = requests.Session()
         session.get(f"{self.url}/hub/login", timeout=10)
-        response = session.post(f"{self.url}/hub/login", timeout=60,
-                                data={"username": name, "password": password, "_xsrf": session.cookies.get("_xsrf")})
+        code = self.codes.get(name, "") if code is None else code
+        response = session.post(f"{self.url}/hub/login", timeout=60, data={
+            "username": name, "password": password, "otp": code, "_xsrf": session.cookies.get("_xsrf")})
         return session, response
 
     def __enter__(self):

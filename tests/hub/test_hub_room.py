@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
-from tests.hub.hubserver import RoomHub, hub_environment_missing, server_environment, server_process, wait_for_server
+from tests.hub.hubserver import RoomHub, require_hub_environment, server_environment, server_process, wait_for_server
 from trainlab.processes import runner
 from trainlab.workbook import labs
 from trainlab.hub.safety import unreadable_by_others
@@ -22,11 +23,7 @@ from trainlab.paths import REPO
 
 @pytest.fixture(scope="module")
 def hub_environment():
-    missing = hub_environment_missing()
-    if missing and os.environ.get("CI") == "true":
-        pytest.fail(f"the hub tests need the hub environment under CI=true: {missing}")
-    if missing:
-        pytest.skip(missing)
+    return require_hub_environment()
 
 
 def make_hub(*args):
@@ -80,6 +77,21 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         assert refused.status_code == 403 and "for the instructors; ana is a learner" in refused.text, refused.text
         assert (hub.state / "records" / "ana.jsonl").exists()
 
+        # what a curious learner posts with her own token is refused with its reason, and the view is as it was
+        def texts():
+            rows = ines.get(f"{hub.url}/services/room/grid.json", timeout=30).json()["rows"]
+            return [(r["exercise"], {n: c["text"] for n, c in r["cells"].items()}) for r in rows]
+
+        before, good = texts(), {"exercise": "start/warmup", "verdict": "pass", "attempt": 2,
+                                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        for post, status, words in [({**good, "exercise": "<img src=x onerror=alert(1)>"}, 400, "not one of"),
+                                    ({**good, "exercise": "x" * 2_000_000}, 413, "at most 4096 bytes"),
+                                    ({**good, "time": "2020-01-01T10:00:00+0000"}, 400, "before the room started")]:
+            answer = requests.post(env["TRAINLAB_ROOM_URL"] + "api/records", json=post, timeout=30,
+                                   headers={"Authorization": f"token {env['JUPYTERHUB_API_TOKEN']}"})
+            assert answer.status_code == status and words in answer.json()["refused"], answer.text[:300]
+        assert texts() == before
+
         # the hub stops (Ctrl+C): ana's server still answers her through the proxy, and the restarted hub
         # adopts that proxy, routes and all, instead of replacing it (no moment without a route)
         proxy = hub.proxy_pid()
@@ -100,9 +112,10 @@ c = Config()
 config.apply(c, config.Settings(roster=sys.argv[1], state=sys.argv[2], spawner=sys.argv[3], port=8000))
 spawner = c.JupyterHub.spawner_class
 print(json.dumps({"allowed": sorted(c.Authenticator.allowed_users), "admins": sorted(c.Authenticator.admin_users),
-    "create_users": c.FirstUseAuthenticator.create_users, "authenticator": c.JupyterHub.authenticator_class,
+    "create_users": c.RoomAuthenticator.create_users, "authenticator": c.JupyterHub.authenticator_class,
     "cleanup_servers": c.JupyterHub.cleanup_servers, "cleanup_proxy": c.JupyterHub.cleanup_proxy,
-    "db_url": c.JupyterHub.db_url, "cookie": c.JupyterHub.cookie_secret_file, "passwords": c.FirstUseAuthenticator.dbm_path,
+    "db_url": c.JupyterHub.db_url, "cookie": c.JupyterHub.cookie_secret_file, "passwords": c.RoomAuthenticator.dbm_path,
+    "codes_in": c.RoomAuthenticator.state_folder,
     "services": [s["name"] for s in c.JupyterHub.services], "roles": c.JupyterHub.load_roles,
     "spawner": spawner if isinstance(spawner, str) else spawner.__name__,
     "spawner_doc": "" if isinstance(spawner, str) else spawner.__doc__,
@@ -119,9 +132,9 @@ def test_the_hub_configuration_keeps_its_state_in_one_folder_and_lets_in_only_th
     c = __import__("json").loads(done.stdout)
     state = str(tmp_path / "state")
     assert c["allowed"] == ["ana", "ben", "ines"] and c["admins"] == ["ines"] and c["create_users"] is False
-    assert c["authenticator"].endswith("FirstUseAuthenticator")
+    assert c["authenticator"] == "trainlab.hub.auth.RoomAuthenticator"  # a first login needs its claim code
     assert not c["cleanup_servers"] and not c["cleanup_proxy"]  # a restart keeps learners' servers
-    assert all(state in c[k] for k in ("db_url", "cookie", "passwords"))
+    assert all(state in c[k] for k in ("db_url", "cookie", "passwords", "codes_in"))
     assert c["services"] == ["room", "idle-culler"]
     assert {r["name"]: r.get("users") for r in c["roles"]}["instructor"] == ["ines"]
     if spawner == "test":

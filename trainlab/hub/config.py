@@ -3,8 +3,10 @@
 `launch.py` checks the settings and passes them to jupyterhub in the environment (TRAINLAB_HUB_*);
 hub/jupyterhub_config.py, the file jupyterhub reads, calls `apply(c, Settings.from_env())`. What is
 set, and why:
-- first-use authenticator, `create_users=False`: only roster names log in; each sets a password the
-  first time (hashes in the state folder); instructors are admins;
+- the room's authenticator (auth.py), `create_users=False`: only roster names log in; the first login needs
+  the name's one-time claim code (`make hub` prints them) and sets the password (hashes in the state folder);
+  every failed login gets the same reply after the same time, and repeated failures are throttled;
+  instructors are admins;
 - the room view (`room.py`) and jupyterhub-idle-culler as managed services with the scopes they need:
   learners may reach the room (their checks post records with their server's token), only instructors
   hold `custom:trainlab-room:view`;
@@ -25,6 +27,7 @@ from trainlab.hub.proxy import KeptProxy
 from trainlab.hub.scopes import CUSTOM_SCOPES, ROOM, SERVER_TOKEN, VIEW, roles
 
 ENV_PREFIX = "TRAINLAB_HUB_"
+PASSWORDS = "passwords.dbm"  # bcrypt hashes per claimed name (the first-use authenticator's format)
 
 
 @dataclass
@@ -75,10 +78,11 @@ def apply(c, settings):
     c.ConfigurableHTTPProxy.command = [proxy_command()]
     c.JupyterHub.proxy_class = KeptProxy  # a restarted hub adopts the running proxy
 
-    c.JupyterHub.authenticator_class = "firstuseauthenticator.FirstUseAuthenticator"
-    c.FirstUseAuthenticator.create_users = False  # no open sign-up: roster names only
-    c.FirstUseAuthenticator.dbm_path = str(folder / "passwords.dbm")
-    c.FirstUseAuthenticator.min_password_length = 8
+    c.JupyterHub.authenticator_class = "trainlab.hub.auth.RoomAuthenticator"  # a first login needs its claim code
+    c.RoomAuthenticator.create_users = False  # no open sign-up: roster names only
+    c.RoomAuthenticator.dbm_path = str(folder / PASSWORDS)
+    c.RoomAuthenticator.min_password_length = 8
+    c.RoomAuthenticator.state_folder = str(folder)
     c.Authenticator.allowed_users = set(people.everyone)
     c.Authenticator.admin_users = set(people.instructors)
 

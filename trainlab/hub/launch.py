@@ -3,6 +3,10 @@
     python -m trainlab.hub --roster room.toml                       # 127.0.0.1:8000
     python -m trainlab.hub --roster room.toml --ip 10.0.0.5 --ssl-cert cert.pem --ssl-key key.pem
     python -m trainlab.hub --roster room.toml --spawner test        # one machine, NO isolation: tests only
+    python -m trainlab.hub --roster room.toml --reissue ana         # a new claim code for ana
+
+Prints a one-time claim code for each roster name not claimed yet: the instructor hands them out, and a
+first login needs its code (auth.py).
 
 Refuses to start without a roster (and says how to write one), without node for the proxy, or on an
 address other than loopback without a certificate and key (passwords would cross the network in
@@ -10,12 +14,14 @@ clear text) unless --insecure is given.
 """
 
 import argparse
+import dbm
 import os
 import sys
 from pathlib import Path
 
 from trainlab import paths
 from trainlab.hub import config, limits, roster, spawners, state
+from trainlab.hub.claims import ClaimCodes
 from trainlab.hub.safety import check_address, find_proxy, unreadable_by_others
 
 CONFIG_FILE = paths.REPO / "hub" / "jupyterhub_config.py"
@@ -32,6 +38,8 @@ def parse(argv):
     parser.add_argument("--insecure", action="store_true", help="serve plain HTTP on a non-loopback address")
     parser.add_argument("--spawner", choices=("auto", *spawners.SPAWNERS), default="auto",
                         help="how learners are kept apart (trainlab/hub/spawners.py); test: no isolation")
+    parser.add_argument("--reissue", nargs="+", default=[], metavar="NAME",
+                        help="new claim codes for these names (a lost code; a forgotten password is reset)")
     parser.add_argument("--cull-idle", type=int, default=3600, metavar="SECONDS",
                         help="stop a learner's server idle this long (files kept; default %(default)s)")
     return parser.parse_args(argv)
@@ -62,6 +70,41 @@ def settings_from(args):
                            ssl_key=args.ssl_key, cull_idle_s=args.cull_idle), people
 
 
+def claimed(folder):
+    """The names that have set a password (claimed their name) in the room's state folder."""
+    try:
+        with dbm.open(str(Path(folder) / config.PASSWORDS), "r") as db:
+            return {key.decode() for key in db.keys()}
+    except dbm.error:  # no password yet
+        return set()
+
+
+def issue_claim_codes(folder, people, again=()):
+    """Claim codes for each roster name not claimed and without one, and for again (a lost code, or a forgotten
+    password, which is reset); printed for the instructor: they are kept hashed and never shown again."""
+    unknown = sorted(set(again) - set(people.everyone))
+    if unknown:
+        raise SystemExit(f"make hub: REISSUE names {', '.join(unknown)}, who are not on the roster")
+    forgotten = claimed(folder) & set(again)
+    if forgotten:
+        with dbm.open(str(Path(folder) / config.PASSWORDS), "w") as db:
+            for name in forgotten:
+                del db[name]
+    unclaimed = [name for name in people.everyone if name not in claimed(folder)]
+    codes = ClaimCodes(folder)
+    fresh = codes.issue(unclaimed, again=set(again))
+    if fresh:
+        print("trainlab hub: claim codes for the first login - hand each person theirs; each works once and is not "
+              "shown again (`make hub REISSUE=\"name\"` makes a new one, and resets a forgotten password):")
+        width = max(map(len, fresh))
+        for name, code in fresh.items():
+            print(f"    {name:<{width}}  {code}")
+    waiting = sorted((codes.pending() & set(unclaimed)) - set(fresh))
+    if waiting:
+        print(f"trainlab hub: not claimed yet, with codes handed out before: {', '.join(waiting)}")
+    return fresh
+
+
 def main(argv=None):
     args = parse(argv)
     settings, people = settings_from(args)
@@ -69,6 +112,7 @@ def main(argv=None):
     scheme = "https" if settings.ssl_cert else "http"
     print(f"trainlab hub: {len(people.learners)} learner(s), instructor(s) {', '.join(people.instructors)}; "
           f"{scheme}://{settings.ip}:{settings.port}/ ; room view at /services/room/ ; state in {settings.state}")
+    issue_claim_codes(settings.state, people, args.reissue)
     if settings.spawner == "users":
         print(f"trainlab hub: {spawners.memory_cap_said(limits.per_learner(settings.cpu_limit))}", file=sys.stderr)
     if settings.spawner == "test":

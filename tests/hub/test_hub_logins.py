@@ -4,7 +4,6 @@ keeps its accounts. The authenticator runs in the hub's environment (JupyterHub 
 codes are plain Python and run here."""
 
 import json
-import os
 import subprocess
 
 import pytest

@@ -224,3 +224,45 @@ def test_the_solution_pasted_into_the_cell_is_judged_on_its_reference_run(warmup
     with pytest.raises(Incorrect, match="non-finite"):  # any other text is run as the learner's
         warmup.judge(FIXED + "# mine\n")
     assert asked[-1] == ["solution", "learner"]
+
+
+def test_a_reference_not_yet_cached_runs_alone_before_the_learners_run_which_alone_a_kill_stops(tmp_path, monkeypatch):
+    """In a learner's cgroup the out-of-memory killer stops the largest process: the check's reference must not be
+    in the child the learner's run fills. It runs first, in a child of its own; the learner's run that dies
+    (here: killed as the killer would) is reported as the learner's crash, the reference as measured."""
+    from trainlab.checks import measure
+
+    monkeypatch.setattr(measure, "CACHE", tmp_path / "measure-cache")
+    children, run_child = [], measure._run_child
+
+    def watched(variants, *args, **kwargs):
+        children.append([v["name"] for v in variants])
+        return run_child(variants, *args, **kwargs)
+
+    monkeypatch.setattr(measure, "_run_child", watched)
+    killed = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + SLEEPY.format(sleep=0.0)
+    reports = measure.run_variants(
+        [
+            {"name": "solution", "source": SLEEPY.format(sleep=0.0), "max_steps": 3, "cache": True},
+            {"name": "mine", "source": killed, "max_steps": 3, "reference": "solution"},
+        ]
+    )
+    assert children == [["solution"], ["mine"]]
+    assert reports["solution"]["status"] == "ok" and reports["mine"]["status"] == "crashed", reports["mine"]
+
+
+def test_a_fix_that_hangs_on_a_busy_machine_times_out_within_the_policys_ceiling_and_says_its_budget():
+    """A room is a busy machine, and a busy room is when a learner's fix hangs: the check stops it under the one
+    time-limit policy (budget x speed x load, capped) and says the budget and load it had."""
+    from trainlab.checks import measure
+    from trainlab.processes import limits
+    from trainlab.processes.busy import BusyMachine
+
+    hung = "import time\ntime.sleep(3600)\n" + SLEEPY.format(sleep=0.0)
+    with BusyMachine():
+        started = time.perf_counter()
+        report = measure.run_variants([{"name": "mine", "source": hung, "max_steps": 3, "budget_s": 2}])["mine"]
+        took = time.perf_counter() - started
+    assert report["status"] == "timeout" and report["error"].startswith("timed out after"), report
+    assert "budget 2.0 s at load" in report["error"], report["error"]
+    assert took < 2 * limits.CAP + 60  # the budget at the capped stretch, plus a child's start on a busy machine

@@ -355,3 +355,48 @@ def test_a_room_refused_record_is_said_and_does_not_hold_back_the_next(tmp_path,
         assert (tmp_path / progress.SENT).read_text() == "1"
     finally:
         server.shutdown()
+
+
+def test_a_check_that_raises_runs_out_of_memory_or_times_out_reaches_the_room_as_what_it_was(tmp_path, monkeypatch):
+    """Every way a check can end is a verdict the learner sees and a record the room shows, with the help read
+    before it: the grid says 'last out of memory', not a traceback in one notebook and nothing in the room."""
+    from trainlab.checks import help_record
+    from trainlab.checks.core import Exercise, LearnerError, TimedOut
+
+    monkeypatch.setenv("TRAINLAB_PROGRESS_DIR", str(tmp_path))
+    monkeypatch.delenv("TRAINLAB_ROOM_URL", raising=False)
+    monkeypatch.setattr(help_record, "HELP", {})
+    oom = "your code crashed: stopped by the out-of-memory killer (1 process(es) killed while it ran): ..."
+    endings = {"oom": LearnerError(oom), "hung": TimedOut("your code did not finish: timed out after 160 s"),
+               "raised": LearnerError("ZeroDivisionError: division by zero"), "broken": RuntimeError("a bug of ours")}
+
+    class Ending(Exercise):
+        def judge(self, source):
+            if source in endings:
+                raise endings[source]
+            return "fixed"
+
+    exercise = Ending("start/warmup", hints=("look at the loss",))
+    exercise.hint()
+    verdicts = {source: exercise.check(source) for source in [*endings, "fixed"]}
+    assert {s: v.failure for s, v in verdicts.items()} == {
+        "oom": "out of memory", "hung": "timed out", "raised": "raised", "broken": "check failed", "fixed": ""}
+    assert str(verdicts["oom"]).startswith("[start/warmup] Out of memory:")
+    assert str(verdicts["broken"]).startswith("[start/warmup] The check itself failed: RuntimeError: a bug of ours")
+    stored = progress.load()
+    assert [r.get("failure") for r in stored] == ["out of memory", "timed out", "raised", "check failed", None]
+    assert all(r["help"] == ["hint 1"] for r in stored)
+    for r in stored:
+        clean(json.dumps(r), "ana")  # the room takes each
+    cells = grid.build(stored[:4], [stored[0]["learner"]], ["start/warmup"]).rows[0].cells
+    assert "; last check failed; after hint 1" in cells[stored[0]["learner"]].text
+    passed = grid.build(stored, [stored[0]["learner"]], ["start/warmup"]).rows[0].cells[stored[0]["learner"]]
+    assert passed.text == "passed at attempt 5; after hint 1"
+
+
+def test_the_grid_says_where_each_learner_last_checked_and_how_long_ago():
+    records = [rec("ana", "start/warmup", "pass", 1, 900), rec("ana", "debugging/nc_2", "incorrect", 1, 200),
+               rec("ben", "drill/3", "incorrect", 1, 30)]
+    g = grid.build(records, ["ana", "ben", "chen"], ["start/warmup", "debugging/nc_2"], now=NOW)
+    assert g.activity["ana"] == {"notebook": "01 debugging", "exercise": "debugging/nc_2", "last_s": 200}
+    assert g.activity["ben"]["notebook"].startswith("01 debugging") and "chen" not in g.activity

@@ -15,6 +15,7 @@ import difflib
 import html
 import json
 import tempfile
+import traceback
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class TimedOut(Outcome):
 
 
 VERDICT_KINDS = ("pass", "incorrect", "error", "timed out", "not attempted")
+OOM_WORDS = "out-of-memory killer"  # trainlab.processes.oom.explain's words for a run the kernel stopped
 # Module 01 grades a stated diagnosis beside the fix (`trainlab.debugging.diagnosis` fills this in when
 # imported): grade(lab) -> its Grade or None, doctor_reading(lab) -> the doctor's report, counted as help.
 DIAGNOSIS = {}
@@ -76,10 +78,22 @@ class Verdict:
     message: str
     details: str = ""  # a traceback, or the numbers behind the verdict
     diagnosis: object = None  # debugging labs: the diagnosis's Grade, or the reminder to state one
+    check_failed: bool = False  # the check itself raised (check() turns that into this verdict)
 
     @property
     def passed(self):
         return self.kind == "pass"
+
+    @property
+    def failure(self):
+        """What went wrong, for the room's view: "out of memory", "timed out", "raised", "check failed", or ""."""
+        if self.check_failed:
+            return "check failed"
+        if self.kind == "timed out":
+            return "timed out"
+        if self.kind == "error":
+            return "out of memory" if OOM_WORDS in f"{self.message}\n{self.details}" else "raised"
+        return ""
 
     def __str__(self):
         head = {
@@ -89,6 +103,7 @@ class Verdict:
             "timed out": "Timed out",
             "not attempted": "Not attempted yet",
         }[self.kind]
+        head = {"out of memory": "Out of memory", "check failed": "The check itself failed"}.get(self.failure, head)
         if self.diagnosis is not None:  # graded apart: "diagnosis right, fix incorrect: ..."
             head = f"{self.diagnosis.head}, fix {head.lower()}"
             extra = f"\n{self.diagnosis}"
@@ -181,8 +196,13 @@ class Exercise:
         return self.lab.split("/")[0] in ("debugging", "drill")
 
     def check(self, source):
-        """Judge source and show the verdict; for debugging labs, with the diagnosis graded apart."""
-        verdict = self.verdict(source)
+        """Judge source, show the verdict and record it; for debugging labs, with the diagnosis graded apart. A
+        check that raises is shown and recorded as such (the room sees it), never as a bare traceback."""
+        try:
+            verdict = self.verdict(source)
+        except Exception as exc:  # noqa: BLE001 - whatever broke, the learner and the room are told
+            details = "".join(traceback.format_exception(exc))[-3000:]
+            verdict = Verdict(self.name, "error", f"{type(exc).__name__}: {exc}", details, check_failed=True)
         if self.asks_for_diagnosis:
             grade = DIAGNOSIS.get("grade")  # none registered: nobody in this kernel could have stated one
             verdict.diagnosis = (grade and grade(self.lab)) or NOT_STATED
@@ -190,7 +210,7 @@ class Exercise:
         if verdict.passed:
             locks.record_pass(self.name)
         try:
-            progress.record(verdict)
+            progress.record(verdict, help_used=self.help_used())
         except OSError as exc:  # a read-only home must not cost the learner the verdict
             warnings.warn(
                 f"this verdict was not recorded in {progress.folder()}: {exc}; "
@@ -198,6 +218,13 @@ class Exercise:
                 stacklevel=2,
             )
         return verdict
+
+    def help_used(self):
+        """The help read on this exercise's lab so far ("hint 1", "solution", "doctor"), for its record."""
+        try:
+            return help_record.before(self.lab)
+        except KeyError:  # an exercise that is no lab of the workbook's
+            return ()
 
     def hint(self, level=None):
         """Show the next rung of the hint ladder (or rung `level`, from 1)."""

@@ -29,7 +29,17 @@ and live in `trainlab/checks/mechanisms/`, one file per category (`BY_CAUSE`), s
 import math
 
 from trainlab.workbook import labs
-from trainlab.checks.core import Exercise, Incorrect, LearnerError, NotAttempted, Outcome, TimedOut, Verdict, same_text
+from trainlab.checks.core import (
+    OOM_WORDS,
+    Exercise,
+    Incorrect,
+    LearnerError,
+    NotAttempted,
+    Outcome,
+    TimedOut,
+    Verdict,
+    same_text,
+)
 from trainlab.checks.measure import run_variants
 from trainlab.checks.mechanisms.outcome import GUARDS, Learns
 
@@ -176,6 +186,8 @@ class LabExercise(Exercise):
                 + "; run the cell again when the machine is less busy"
             )
         if ref.get("status") != "ok" or ref.get("accuracy") is None:
+            if OOM_WORDS in (ref.get("error") or ""):  # memory the learner's other kernels hold
+                raise LearnerError(f"the check's reference run (the lab's solution) was {ref['error']}")
             raise RuntimeError(f"the lab's own solution failed in this environment: {ref.get('error')}")
         if mine is None:
             raise LearnerError("your run produced no report: the measuring process stopped before it started")

@@ -65,14 +65,24 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
     """
     reports = {v["name"]: cached for v in variants if v.get("cache") and (cached := _cached(v, device, max_train))}
     pending = [v for v in variants if v["name"] not in reports]
-    if pending and on_progress is None:  # a live plot is progress enough; otherwise a bar says what runs
-        steps = max(v.get("max_steps", 0) for v in pending)
-        with working(f"running {', '.join(v['name'] for v in pending)} under the probe (up to {steps} steps each)"):
-            return _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
-    return _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
+    # references not cached run first, in a child of their own: a learner's run that fills the memory (a room's
+    # cgroup, a laptop) is then what the out-of-memory killer stops, never the run it is judged against
+    stages = [
+        stage for stage in ([v for v in pending if v.get("cache")], [v for v in pending if not v.get("cache")]) if stage
+    ]
+    for stage in stages:
+        if on_progress is None:  # a live plot is progress enough; otherwise a bar says what runs
+            steps = max(v.get("max_steps", 0) for v in stage)
+            with working(f"running {', '.join(v['name'] for v in stage)} under the probe (up to {steps} steps each)"):
+                _run_pending(stage, reports, device, timeout, stream, on_progress, max_train, slack_s)
+        else:
+            _run_pending(stage, reports, device, timeout, stream, on_progress, max_train, slack_s)
+    return reports
 
 
-def _run_pending(variants, pending, reports, device, timeout, stream, on_progress, max_train, slack_s):
+def _run_pending(pending, reports, device, timeout, stream, on_progress, max_train, slack_s):
+    """Run the pending variants into reports, a new child after one that was stopped; store the references."""
+    variants = list(pending)
     while pending:
         state, result = _run_child(pending, reports, device, timeout, stream, on_progress, max_train, slack_s)
         reports.update(state["variants"])

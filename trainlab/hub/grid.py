@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from trainlab.workbook import progress
+from trainlab.workbook import modules, progress
 
 STUCK_AFTER_S = 600
 DRILLS = "drills"  # the one row of every generated drill (drill/<seed>)
@@ -30,6 +30,8 @@ class Cell:
     since_first_s: object  # seconds since the first attempt, or None
     diagnosis: str  # the last graded diagnosis ("right", "wrong", ...) or ""
     summary: str = ""  # the drills row's text
+    help: tuple = ()  # the help read before the pass (or so far): "hint 1", "solution", "doctor", ...
+    failure: str = ""  # how the last attempt failed, if it did: "out of memory", "timed out", "raised", ...
 
     def stuck(self):
         return self.status == "attempted" and self.since_first_s is not None and self.since_first_s > STUCK_AFTER_S
@@ -44,9 +46,12 @@ class Cell:
         if self.status == "not started":
             return "not attempted"
         diagnosis = f"; diagnosis {self.diagnosis}" if self.diagnosis else ""
+        used = f"; after {', '.join(self.help)}" if self.help else ""
         if self.status == "passed":
-            return f"passed at attempt {self.passed_at}{diagnosis}"
-        return f"{self.attempts} attempt{'s' * (self.attempts != 1)}, {minutes(self.since_first_s)}{diagnosis}"
+            return f"passed at attempt {self.passed_at}{used}{diagnosis}"
+        failed = f"; last {self.failure}" if self.failure else ""
+        attempts = f"{self.attempts} attempt{'s' * (self.attempts != 1)}"
+        return f"{attempts}, {minutes(self.since_first_s)}{failed}{used}{diagnosis}"
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,24 @@ class Grid:
     learners: list
     rows: list
     records: int
+    activity: dict = None  # learner -> {"notebook", "exercise", "last_s"}: where their last check was, how long ago
+
+
+def notebook(exercise):
+    """The notebook an exercise is in ("01 debugging"); drills are practice of 01's."""
+    package = exercise.split("/", 1)[0]
+    return next((m.heading for m in modules.MODULES if m.package == package), "01 debugging (a drill)")
+
+
+def activity(records, now):
+    """Where each learner's latest check was, and how long ago."""
+    latest = {}
+    for r in records:
+        at = seconds(r["time"])
+        if r["learner"] not in latest or at >= latest[r["learner"]][0]:
+            latest[r["learner"]] = (at, r["exercise"])
+    return {name: {"notebook": notebook(exercise), "exercise": exercise, "last_s": round(now - at)}
+            for name, (at, exercise) in latest.items()}
 
 
 def seconds(stamp):
@@ -79,14 +102,21 @@ def minutes(s):
 def learner_cells(records, exercises, now):
     """{exercise: Cell} for one learner's records."""
     rows = progress.status(records, exercises)
-    first, diagnosis = {}, {}
+    first, diagnosis, used, failure, passed = {}, {}, {}, {}, set()
     for r in sorted(records, key=lambda r: seconds(r["time"])):
+        name = r["exercise"]
         if r["verdict"] != "not attempted":
-            first.setdefault(r["exercise"], seconds(r["time"]))
+            first.setdefault(name, seconds(r["time"]))
+            failure[name] = str(r.get("failure", ""))
         if r.get("diagnosis"):
-            diagnosis[r["exercise"]] = r["diagnosis"]
+            diagnosis[name] = r["diagnosis"]
+        if name not in passed:  # the help read up to the pass: what the instructor asks about
+            used[name] = list(dict.fromkeys([*used.get(name, []), *map(str, r.get("help") or [])]))
+        if r["verdict"] == "pass":
+            passed.add(name)
     return {name: Cell(row["status"], row["attempts"], row["passed_at"],
-                       now - first[name] if name in first else None, diagnosis.get(name, ""))
+                       now - first[name] if name in first else None, diagnosis.get(name, ""),
+                       help=tuple(used.get(name, ())), failure=failure.get(name, ""))
             for name, row in rows.items()}
 
 
@@ -127,7 +157,8 @@ def build(records, learners, exercises, now=None):
                         sum(c.status == "passed" for c in column.values()), column))
     position = {e: i for i, e in enumerate(order)}
     rows.sort(key=lambda row: (-row.stuck, -row.working, position[row.exercise]))
-    return Grid(names, rows, sum(len(rs) for rs in by_learner.values()) + sum(len(rs) for rs in drills.values()))
+    kept = [r for rs in (*by_learner.values(), *drills.values()) for r in rs]
+    return Grid(names, rows, len(kept), activity(kept, now))
 
 
 def as_json(g):
@@ -135,8 +166,8 @@ def as_json(g):
     def cell(c):
         since = None if c.since_first_s is None else round(c.since_first_s)
         return {"status": c.status, "attempts": c.attempts, "passed_at": c.passed_at, "since_first_s": since,
-                "diagnosis": c.diagnosis, "text": c.text}
+                "diagnosis": c.diagnosis, "help": list(c.help), "failure": c.failure, "text": c.text}
 
-    return {"learners": g.learners, "records": g.records,
+    return {"learners": g.learners, "records": g.records, "activity": g.activity or {},
             "rows": [{"exercise": r.exercise, "stuck": r.stuck, "working": r.working, "passed": r.passed,
                       "cells": {n: cell(c) for n, c in r.cells.items()}} for r in g.rows]}

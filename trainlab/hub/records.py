@@ -19,7 +19,9 @@ from trainlab.hub import grid
 
 VERDICTS = {"pass", "incorrect", "error", "timed out", "not attempted"}
 DIAGNOSES = {"right", "wrong", "not stated"}  # progress.record's grades of a stated diagnosis
-FIELDS = ("exercise", "verdict", "attempt", "time", "diagnosis")
+FIELDS = ("exercise", "verdict", "attempt", "time", "diagnosis", "failure", "help")
+FAILURES = {"out of memory", "timed out", "raised", "check failed"}  # trainlab.checks.core.Verdict.failure
+HELP = re.compile(r"hint \d{1,2}|solution|doctor|reveal|an explanation opened")  # trainlab.checks.help_record
 DRILL = re.compile(r"drill/\d{1,9}(-[12])?")  # trainlab.drill's generated exercises: drill/<seed>[-<bugs>]
 MAX_BYTES = 4096  # a record is about 150 bytes
 PER_MINUTE = 60  # a check takes seconds; records queued across a hub restart arrive together
@@ -96,6 +98,11 @@ def clean(body, learner, exercises=None, since=None, now=None):
         raise ValueError("attempt is a whole number from 1")
     if "diagnosis" in record and record["diagnosis"] not in DIAGNOSES:
         raise ValueError(f"diagnosis is one of {sorted(DIAGNOSES)}")
+    if "failure" in record and record["failure"] not in FAILURES:
+        raise ValueError(f"failure is one of {sorted(FAILURES)}")
+    used = record.get("help", [])
+    if not isinstance(used, list) or len(used) > 12 or not all(isinstance(h, str) and HELP.fullmatch(h) for h in used):
+        raise ValueError("help is a list of the help read: 'hint 1', 'solution', 'doctor', ...")
     if not isinstance(record["time"], str):
         raise ValueError("time is a string like 2026-12-07T09:30:00+0000")
     at, now = grid.seconds(record["time"]), time.time() if now is None else now  # raises on a malformed time

@@ -117,7 +117,9 @@ class Room:
 
 
 def table(g):
-    head = "".join(f"<th>{html.escape(n)}</th>" for n in g.learners)
+    seen = g.activity or {}
+    head = "".join(f"<th>{html.escape(n)}<div class='where'>{html.escape(where(seen.get(n)))}</div></th>"
+                   for n in g.learners)
     body = []
     for r in g.rows:
         cells = "".join(f"<td class='{c.status.replace(' ', '-')}{' stuck' * c.stuck()}' data-learner='{html.escape(n)}'>"
@@ -128,11 +130,20 @@ def table(g):
             f"<table id='room'><tr><th>exercise</th>{head}</tr>{''.join(body)}</table>")
 
 
+def where(seen):
+    """A learner's last check: its notebook and how long ago ("01 debugging, 3 min ago")."""
+    if not seen:
+        return "no check yet"
+    ago = seen["last_s"]
+    return f"{seen['notebook']}, {'just now' if ago < 60 else f'{ago // 60} min ago'}"
+
+
 def page(g, prefix, xsrf):
     return f"""<!doctype html><meta charset="utf-8"><title>trainlab room</title>
 <style>body{{font:13px sans-serif}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}
 table{{border-collapse:collapse}} .passed{{background:#dafbe1}} .attempted{{background:#fff8c5}}
-.stuck{{background:#ffd8d3;font-weight:bold}} .not-started{{color:#999}}</style>
+.stuck{{background:#ffd8d3;font-weight:bold}} .not-started{{color:#999}}
+.where{{font-weight:normal;color:#57606a;font-size:11px}}</style>
 <h2>The room</h2><p>Stuck: attempted, not passed, first attempt over {grid.STUCK_AFTER_S // 60} minutes ago.
 Exercises where most are stuck come first. Refreshed every {REFRESH_S} s.</p>
 <p id="stale" style="color:#cf222e"></p><div id="grid">{table(g)}</div>

@@ -64,9 +64,10 @@ def load(path=None):
     return records
 
 
-def record(verdict, now=None):
+def record(verdict, now=None, help_used=()):
     """Append a checked verdict; return the record. One short write with O_APPEND: two kernels
-    checking at once do not interleave their lines."""
+    checking at once do not interleave their lines. help_used: the help read on its lab before this check
+    ("hint 1", "solution", "doctor", ...); a failed run says how it failed ("out of memory", "timed out", ...)."""
     where = folder()
     where.mkdir(parents=True, exist_ok=True)
     attempt = 1 + sum(r["exercise"] == verdict.exercise for r in load())
@@ -80,6 +81,10 @@ def record(verdict, now=None):
     grade = getattr(verdict, "diagnosis", None)  # debugging labs: the stated diagnosis's Grade
     if grade is not None:
         entry["diagnosis"] = ("right" if grade.right else "wrong") if hasattr(grade, "right") else "not stated"
+    if getattr(verdict, "failure", ""):
+        entry["failure"] = verdict.failure
+    if help_used:
+        entry["help"] = list(help_used)
     fd = os.open(where / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, (json.dumps(entry) + "\n").encode())

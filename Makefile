@@ -37,7 +37,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE)/inductor
 export TORCH_EXTENSIONS_DIR  ?= $(CACHE)/torch_extensions
 export TRITON_CACHE_DIR      ?= $(CACHE)/triton
 
-.PHONY: help setup wrappers hub hub-setup lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
+.PHONY: help setup wrappers hub hub-setup hub-warm lab test test-full test-rest test-browser test-cifar test-gpu gpu-check bench notebooks data clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -86,6 +86,9 @@ hub: hub-setup  ## a workshop room: JupyterHub for the learners ROSTER names, a 
 		$(if $(PORT),--port $(PORT)) $(if $(HUB_STATE),--state "$(HUB_STATE)") $(if $(SSL_CERT),--ssl-cert "$(SSL_CERT)") \
 		$(if $(SSL_KEY),--ssl-key "$(SSL_KEY)") $(if $(INSECURE),--insecure) $(if $(SPAWNER),--spawner $(SPAWNER)) \
 		$(if $(REISSUE),--reissue $(REISSUE)) $(HUB_ARGS)
+
+hub-warm: setup  ## before a room's learners arrive: every solution's reference run and the data set, cached for all
+	"$(VPY)" -m trainlab.checks --warm
 
 lab: setup  ## open JupyterLab on your working copy of the first notebook, work/ (127.0.0.1, token auth)
 	"$(VPY)" -m trainlab.workbook.workspace --open

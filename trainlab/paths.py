@@ -4,6 +4,7 @@ Every module that needs a folder of the clone (labs, notebooks, data, build outp
 pin file takes it from here, so moving a folder is a one-line change.
 """
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -19,6 +20,17 @@ WORK = (
 )  # the learner's root: working copies and clean lab scripts (git-ignored; trainlab.workbook.workspace)
 PIN_FILE = REPO / "requirements.txt"  # the one pin file
 CACHE = Path(os.environ.get("TRAINLAB_CACHE", Path.home() / ".cache" / "trainlab"))  # venv, compile caches
+
+
+WARM_STAMP = BUILD / "hub-warm.json"  # what `make hub-warm` warmed, for `make hub` to tell a cold room
+
+
+def package_digest():
+    """A digest of the trainlab package's source: the code a cache of its runs is valid for (no torch import)."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def outputs(*parts):

@@ -154,7 +154,8 @@ def test_make_hub_with_unix_users_refuses_an_environment_other_users_cannot_read
     if not blocked:
         pytest.skip("the environment and clone are readable by other users here")
     done = make_hub(f"ROSTER={tmp_path / 'room.toml'}", f"HUB_STATE={tmp_path / 'state'}", "SPAWNER=users")
-    assert done.returncode != 0 and "cannot read" in done.stderr and "CACHE=" in done.stderr, done.stderr
+    assert done.returncode != 0 and "cannot read" in done.stderr, done.stderr
+    assert "git clone" in done.stderr and "CACHE=/opt/trainlab-env PYTHON=/" in done.stderr, done.stderr  # all of it
 
 
 @pytest.mark.slow

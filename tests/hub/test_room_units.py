@@ -400,3 +400,38 @@ def test_the_grid_says_where_each_learner_last_checked_and_how_long_ago():
     g = grid.build(records, ["ana", "ben", "chen"], ["start/warmup", "debugging/nc_2"], now=NOW)
     assert g.activity["ana"] == {"notebook": "01 debugging", "exercise": "debugging/nc_2", "last_s": 200}
     assert g.activity["ben"]["notebook"].startswith("01 debugging") and "chen" not in g.activity
+
+
+def test_an_environment_whose_python_links_into_a_private_folder_is_unreadable_by_learners():
+    """A venv made from pyenv's Python under /root: bin/python is a link, and the folder it links into is 0700."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="trainlab-readable-"))  # under /tmp, opened to all below
+    try:
+        base.chmod(0o755)
+        private = base / "root" / ".pyenv" / "bin"
+        private.mkdir(parents=True)
+        (private / "python3.11").write_text("#!/bin/sh\n")
+        (private / "python3.11").chmod(0o755)
+        (base / "root").chmod(0o700)
+        venv = base / "opt" / "venv" / "bin"
+        venv.mkdir(parents=True)
+        (venv / "python").symlink_to(private / "python3.11")
+        assert safety.unreadable_by_others([venv / "python"]) == [str(base / "root")]
+        assert safety.unreadable_by_others([venv]) == []  # the venv's own folders are open
+    finally:
+        shutil.rmtree(base)
+
+
+def test_make_hub_says_when_the_room_is_cold_and_hub_warm_leaves_a_stamp_it_reads(tmp_path, monkeypatch, capsys):
+    from trainlab import paths
+    from trainlab.checks import __main__ as checks_cli
+    monkeypatch.setattr(paths, "WARM_STAMP", tmp_path / "hub-warm.json")
+    assert "`make hub-warm` has not run" in safety.coldness()
+    assert checks_cli.warm([], stamp=True) == 0  # no exercise: the data set alone
+    assert "data: " in capsys.readouterr().out and safety.coldness() is None
+    stamp = json.loads(paths.WARM_STAMP.read_text())
+    paths.WARM_STAMP.write_text(json.dumps({**stamp, "package": "an older workbook"}))
+    assert "changed since `make hub-warm`" in safety.coldness()

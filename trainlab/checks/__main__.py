@@ -15,11 +15,12 @@ not the solution's reference run as well.
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
-from trainlab import checks
+from trainlab import atomic, checks, paths
 from trainlab.workbook import labs
 
 
@@ -43,7 +44,7 @@ def main(argv=None):
             exercises = [checks.get(name) for name in args.warm or checks.exercises.everything()]
         except KeyError as exc:
             parser.error(exc.args[0])
-        return warm([e.name for e in exercises])
+        return warm([e.name for e in exercises], stamp=not args.warm)
     if not args.exercise or not args.file:
         parser.error("give an exercise and a file (or --list)")
     try:
@@ -58,8 +59,13 @@ def main(argv=None):
     return 0 if verdict.passed else 1
 
 
-def warm(names):
-    """Check each exercise's solution; print one line each and the verdict of any that fails."""
+def warm(names, stamp=False):
+    """Check each exercise's solution; print one line each and the verdict of any that fails. First the data set
+    every notebook's setup loads is cached; with stamp (every exercise), paths.WARM_STAMP says it was all done."""
+    from trainlab.data import load_images
+
+    began = time.perf_counter()
+    print(f"data: {load_images().describe()} (cached in the clone, readable by every user)", flush=True)
     exercises = [checks.get(name) for name in names]  # every name known before the first run
     failed = []
     for exercise in exercises:
@@ -72,8 +78,15 @@ def warm(names):
         if not verdict.passed:
             failed.append(exercise.name)
             print(verdict)
+    took = time.perf_counter() - began
     if failed:
         print(f"{len(failed)} of {len(exercises)} solutions did not pass on this machine: {', '.join(failed)}")
+    elif stamp:
+        atomic.write_text(
+            paths.WARM_STAMP,
+            json.dumps({"package": paths.package_digest(), "seconds": round(took), "exercises": len(exercises)}),
+        )
+        print(f"the room is warm: {len(exercises)} reference runs in {took / 60:.1f} minutes", flush=True)
     return 1 if failed else 0
 
 

@@ -115,10 +115,7 @@ NOT_THE_RUN = (
 def _code_version():
     """A digest of the trainlab package's source and the versions that run it: part of every key
     (read on every call, a few milliseconds: a kernel that outlives an edit keys on the new code)."""
-    digest = hashlib.sha256(f"{sys.version} {torch.__version__}".encode())
-    for path in sorted(paths.PACKAGE.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return hashlib.sha256(f"{sys.version} {torch.__version__} {paths.package_digest()}".encode()).hexdigest()
 
 
 def _cache_path(variant, device, max_train):

@@ -22,7 +22,8 @@ from pathlib import Path
 from trainlab import paths
 from trainlab.hub import config, limits, roster, spawners, state
 from trainlab.hub.claims import ClaimCodes
-from trainlab.hub.safety import check_address, find_proxy, unreadable_by_others
+from trainlab.hub import safety
+from trainlab.hub.safety import check_address, find_proxy, readable_python, unreadable_by_others
 
 CONFIG_FILE = paths.REPO / "hub" / "jupyterhub_config.py"
 
@@ -60,9 +61,12 @@ def settings_from(args):
     if kind in ("users", "systemd"):  # learners' servers run as unprivileged users: they must read the workbook
         blocked = unreadable_by_others([sys.executable, paths.REPO])
         if blocked:
-            raise SystemExit(f"make hub: learners run as their own users and cannot read {blocked[0]}: put the "
-                             "clone and the environments where they can (e.g. `make hub CACHE=/opt/trainlab` from a "
-                             "clone under /opt or /srv)")
+            raise SystemExit(
+                f"make hub: learners run as their own users and cannot read {blocked[0]}, so none of their servers "
+                "would start. Put the clone, its environments and the Python they are built from where every user "
+                "can read them, and start the room from there:\n\n"
+                f"    git clone {paths.REPO} /opt/trainlab && cd /opt/trainlab\n"
+                f"    make hub ROSTER={roster_path.resolve()} CACHE=/opt/trainlab-env PYTHON={readable_python()}\n")
     if kind == "users":
         spawners.ensure_unix_users(people.learners + people.instructors)
     return config.Settings(roster=str(roster_path.resolve()), state=str(state.prepare(folder)), ip=args.ip,
@@ -113,6 +117,9 @@ def main(argv=None):
     print(f"trainlab hub: {len(people.learners)} learner(s), instructor(s) {', '.join(people.instructors)}; "
           f"{scheme}://{settings.ip}:{settings.port}/ ; room view at /services/room/ ; state in {settings.state}")
     issue_claim_codes(settings.state, people, args.reissue)
+    cold = safety.coldness()
+    if cold:
+        print(f"trainlab hub: WARNING {cold}", file=sys.stderr)
     if settings.spawner == "users":
         print(f"trainlab hub: {spawners.memory_cap_said(limits.per_learner(settings.cpu_limit))}", file=sys.stderr)
     if settings.spawner == "test":

@@ -3,12 +3,16 @@
 - A non-loopback address without TLS: learners' passwords would cross the network in clear text.
 - No node, or no configurable-http-proxy: JupyterHub's proxy cannot start.
 - A clone or environment other users cannot read: learners' servers, run as them, could not start.
+- A cold clone (no `make hub-warm` since the workbook changed): a warning, not a refusal.
 """
 
 import ipaddress
+import json
 import os
 import shutil
 from pathlib import Path
+
+from trainlab import paths
 
 
 def loopback(ip):
@@ -45,11 +49,41 @@ def find_proxy():
 
 
 def unreadable_by_others(paths):
-    """The paths (or a folder above one) that other users cannot reach: learners' servers run as them."""
+    """The paths (or a folder above one) that other users cannot reach: learners' servers run as them. Symbolic
+    links are followed - a venv's bin/python links to the Python it was made from, and a link into /root (pyenv's,
+    say) opens for nobody else - so each path is checked as written and as resolved."""
     blocked = []
     for path in paths:
-        for part in [Path(path), *Path(path).parents]:
-            if part.exists() and not part.stat().st_mode & 0o001:
-                blocked.append(str(part))
-                break
+        for candidate in dict.fromkeys([Path(path), Path(os.path.realpath(path))]):
+            for part in [candidate, *candidate.parents]:
+                if part.exists() and not part.stat().st_mode & 0o001:
+                    blocked.append(str(part))
+                    break
+            else:
+                continue
+            break
     return blocked
+
+
+def readable_python():
+    """A Python 3.11 other users can run, to build the room's environments from (the guide's PYTHON=), or a hint."""
+    for name in ("python3.11", "python3"):
+        found = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+        if found and not unreadable_by_others([found]):
+            return found
+    return "/usr/bin/python3.11"
+
+
+def coldness():
+    """Why the room is not warm (None if it is): without `make hub-warm` each learner's first check of an exercise
+    runs its solution too, in the learner's memory, and each setup cell makes the data set again."""
+    try:
+        stamp = json.loads(paths.WARM_STAMP.read_text())
+    except (OSError, ValueError):
+        stamp = None
+    if stamp and stamp.get("package") == paths.package_digest():
+        return None
+    why = "the workbook changed since `make hub-warm`" if stamp else "`make hub-warm` has not run in this clone"
+    return (f"{why}: each learner's first check of an exercise also runs its solution (in their memory, 10-60 s "
+            "more), and each notebook's setup makes the data set again. Run `make hub-warm` before the learners "
+            "arrive.")

@@ -155,6 +155,8 @@ def test_limits_leave_room_for_the_kernel_and_notebook_02s_four_ranks():
     per = limits.per_learner()
     assert per.memory_limit_mb >= limits.SERVER_MB + limits.TORCH_PROCESS_MB * (1 + limits.MAX_RANKS)
     assert per.memory_guarantee_mb < per.memory_limit_mb and per.memory_limit_mb % 256 == 0
+    measured = json.loads((REPO / "benchmarks" / "results" / "hub_load.json").read_text())["rooms"]
+    assert per.memory_guarantee_mb >= max(r["server_mb_median"] + r["check_peak_mb_median"] for r in measured)
     assert per.tasks_max >= limits.THREADS_PER_PROCESS * (1 + limits.MAX_RANKS)
     assert per.as_systemd()["MemoryMax"] == f"{per.memory_limit_mb}M"
 

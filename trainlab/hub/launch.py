@@ -41,6 +41,8 @@ def parse(argv):
                         help="how learners are kept apart (trainlab/hub/spawners.py); test: no isolation")
     parser.add_argument("--reissue", nargs="+", default=[], metavar="NAME",
                         help="new claim codes for these names (a lost code; a forgotten password is reset)")
+    parser.add_argument("--codes", action="store_true",
+                        help="print the claim codes of names not claimed yet and exit (a cloud room's hub pod)")
     parser.add_argument("--cull-idle", type=int, default=3600, metavar="SECONDS",
                         help="stop a learner's server idle this long (files kept; default %(default)s)")
     return parser.parse_args(argv)
@@ -111,6 +113,14 @@ def issue_claim_codes(folder, people, again=()):
 
 def main(argv=None):
     args = parse(argv)
+    if args.codes:  # no hub here: Kubernetes runs it (hub/z2jh/values.yaml)
+        roster_path = Path(args.roster) if args.roster else Path(args.state) / "roster.toml"
+        try:
+            people = roster.load(roster_path)
+        except roster.RosterError as exc:
+            raise SystemExit(f"trainlab hub: {exc}") from None
+        issue_claim_codes(state.prepare(args.state), people, args.reissue)
+        return
     settings, people = settings_from(args)
     proxy = find_proxy()
     scheme = "https" if settings.ssl_cert else "http"

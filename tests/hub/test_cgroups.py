@@ -68,3 +68,18 @@ def test_a_learners_cgroup_refuses_threads_beyond_its_process_limit(group):
     assert run_in(group, THREADS.format(n=8)).returncode == 0
     fork_bomb = run_in(group, THREADS.format(n=64))
     assert fork_bomb.returncode != 0 and "can't start new thread" in fork_bomb.stderr
+
+
+def test_a_restarted_hub_removes_the_empty_groups_an_earlier_one_left_and_keeps_those_still_in_use(group):
+    """Servers outlive a hub restart, so the new hub did not make their groups: the groups of servers that stopped
+    since are empty and removed; a group a server still runs in stays."""
+    empty = cgroups.LearnerCgroup.for_learner(f"test-left-{os.getpid()}").create(memory_mb=96, tasks_max=24)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], preexec_fn=group.join)
+    try:
+        removed = cgroups.remove_leftovers(names={empty.name, group.name})
+        assert removed == [empty.name] and not empty.folders["memory"].exists()
+        assert group.folders["memory"].exists() and group.contains(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        empty.remove()

@@ -53,7 +53,8 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         ana, response = hub.login("ana", "ana-first-password")  # first use: this sets ana's password
         assert "/hub/spawn" in response.url or "/user/ana" in response.url, response.url
         wait_for_server(ana, hub, "ana")
-        assert (hub.state / "homes" / "ana" / "trainlab" / "00_start_here.ipynb").exists()  # her working copy
+        copy = (hub.state / "homes" / "ana" / "trainlab" / "00_start_here.ipynb").read_text()  # her working copy
+        assert "made for you by the room's hub" in copy and "make lab" not in copy
 
         _, refused = hub.login("ana", "not-anas-password")
         assert "/hub/login" in refused.url and "Invalid" in refused.text  # a wrong password is refused

@@ -108,3 +108,24 @@ class LearnerCgroup:
                 folder.rmdir()
             except OSError:
                 pass
+
+
+def remove_leftovers(names=None):
+    """Remove every learner's cgroup left empty (servers that stopped while the hub was down), or only those of
+    names; the names removed. A group still holding a server - kept running across a hub restart - stays (rmdir
+    refuses it)."""
+    try:
+        probe = LearnerCgroup.for_learner("-")
+    except CgroupUnavailable:
+        return []
+    parents = {folder.parent for folder in probe.folders.values()}
+    removed = set()
+    for parent in parents:
+        for folder in sorted(parent.iterdir()) if parent.is_dir() else []:
+            if folder.is_dir() and (names is None or folder.name in names):
+                try:
+                    folder.rmdir()
+                    removed.add(folder.name)
+                except OSError:
+                    pass
+    return sorted(removed)

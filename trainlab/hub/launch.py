@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from trainlab import paths
-from trainlab.hub import config, limits, roster, spawners, state
+from trainlab.hub import cgroups, config, limits, roster, spawners, state
 from trainlab.hub.claims import ClaimCodes
 from trainlab.hub import safety
 from trainlab.hub.safety import check_address, find_proxy, readable_python, unreadable_by_others
@@ -132,6 +132,10 @@ def main(argv=None):
         print(f"trainlab hub: WARNING {cold}", file=sys.stderr)
     if settings.spawner == "users":
         print(f"trainlab hub: {spawners.memory_cap_said(limits.per_learner(settings.cpu_limit))}", file=sys.stderr)
+        left = cgroups.remove_leftovers()
+        if left:
+            print(f"trainlab hub: removed the empty cgroups of {', '.join(left)}, left by servers that stopped "
+                  "while the hub was down")
     if settings.spawner == "test":
         print("trainlab hub: WARNING --spawner test gives NO isolation between learners (one Unix user for all): "
               "for tests on one machine only", file=sys.stderr)

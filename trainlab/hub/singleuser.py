@@ -36,7 +36,7 @@ def main(argv=None):
     jupyter_paths(os.environ, workbook_prefix())
     root = Path.home() / FOLDER
     root.parent.mkdir(parents=True, exist_ok=True)
-    workspace.sync(root)
+    workspace.sync(root, made_by="hub")
     os.chdir(root)
     cmd = [sys.executable, "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={root}",
            f"--LabApp.app_settings_dir={workspace.LAB_SETTINGS}",  # no news or update prompt, as make lab

@@ -77,8 +77,9 @@ class LimitedUnixUserSpawner(LocalProcessSpawner):
 
     async def stop(self, now=False):
         await super().stop(now=now)
-        if getattr(self, "cgroup", None) is not None:
-            self.cgroup.remove()
+        group = getattr(self, "cgroup", None) or inherited_cgroup(self.user.name)
+        if group is not None:  # a server started before a hub restart: this hub did not make its group
+            group.remove()
 
     def make_preexec_fn(self, name):
         become_user = super().make_preexec_fn(name)
@@ -91,6 +92,14 @@ class LimitedUnixUserSpawner(LocalProcessSpawner):
             become_user()
 
         return preexec
+
+
+def inherited_cgroup(name):
+    """The learner's cgroup as an earlier hub made it (None where there are no cgroups)."""
+    try:
+        return cgroups.LearnerCgroup.for_learner(name)
+    except cgroups.CgroupUnavailable:
+        return None
 
 
 def learner_cgroup(name, limits, log):

@@ -37,15 +37,18 @@ def _hash(data):
     return hashlib.sha256(data if isinstance(data, bytes) else data.encode()).hexdigest()[:16]
 
 
-def _notice(text, name):
-    """The copy's first cell says what it is (the shipped one says: generated, do not edit)."""
+MADE_BY = {
+    "lab": "made by `make lab`: edit it freely; `make notebooks` and `git pull` never touch it",
+    "hub": "made for you by the room's hub: edit it freely; it is yours, and a newer workbook never overwrites it",
+}
+
+
+def _notice(text, name, made_by="lab"):
+    """The copy's first cell says what it is and what made it (the shipped one says: generated, do not edit)."""
     nb = json.loads(text)
     for cell in nb.get("cells", []):
         if cell.get("id") == "generated-notice":
-            cell["source"] = (
-                f"*Your working copy of `{name}`, made by `make lab`: edit it freely; "
-                "`make notebooks` and `git pull` never touch it.*"
-            )
+            cell["source"] = f"*Your working copy of `{name}`, {MADE_BY[made_by]}.*"
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -54,7 +57,7 @@ def lab_files(lab_names=None):
     return {f"labs/{name}.py": labs.source(name) for name in (labs.names() if lab_names is None else lab_names)}
 
 
-def sync(work=WORK, notebooks=paths.NOTEBOOKS, lab_names=None):
+def sync(work=WORK, notebooks=paths.NOTEBOOKS, lab_names=None, made_by="lab"):
     """Copy learner notebooks missing from work/ (or whose copy is untouched and out of date) and refresh
     the clean lab scripts; return (notebooks copied, edited copies whose shipped notebook changed)."""
     work = Path(work)
@@ -66,7 +69,7 @@ def sync(work=WORK, notebooks=paths.NOTEBOOKS, lab_names=None):
         target, shipped = work / notebook.name, _hash(notebook.read_bytes())
         untouched = target.exists() and manifest.get(f"{notebook.name}#copy") == _hash(target.read_bytes())
         if not target.exists() or (untouched and manifest.get(notebook.name) != shipped):
-            text = _notice(notebook.read_text(), notebook.name)
+            text = _notice(notebook.read_text(), notebook.name, made_by)
             atomic.write_text(target, text)
             manifest[notebook.name], manifest[f"{notebook.name}#copy"] = shipped, _hash(text)
             copied.append(notebook.name)

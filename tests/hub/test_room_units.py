@@ -437,3 +437,30 @@ def test_make_hub_says_when_the_room_is_cold_and_hub_warm_leaves_a_stamp_it_read
     stamp = json.loads(paths.WARM_STAMP.read_text())
     paths.WARM_STAMP.write_text(json.dumps({**stamp, "package": "an older workbook"}))
     assert "changed since `make hub-warm`" in safety.coldness()
+
+
+def test_a_room_made_before_the_records_were_checked_keeps_its_records_and_takes_those_queued_since(tmp_path):
+    """A state folder as yesterday's hub left it: no room_started, records stored, a learner's queue of records
+    made while the hub was down. The room dates itself from its first start (its oldest secret)."""
+    import os
+
+    now = time.time()
+
+    def made(seconds_ago, verdict, attempt):
+        at = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now - seconds_ago))
+        return {"learner": "ana", "exercise": "start/warmup", "verdict": verdict, "attempt": attempt, "time": at}
+
+    folder = state.prepare(tmp_path / "state")
+    secret = folder / "jupyterhub_cookie_secret"
+    secret.write_text("x" * 64)
+    os.utime(secret, (now - 3 * 86400, now - 3 * 86400))  # the room first started three days ago
+    (folder / state.RECORDS / "ana.jsonl").write_text(json.dumps(made(2 * 86400, "incorrect", 1)) + "\n")
+    since = state.started(folder)
+    assert since == int(now - 3 * 86400) and state.started(folder) == since  # written once
+    intake = Intake(Records(folder / state.RECORDS), EXERCISES, since=since)
+    queued = made(86400, "pass", 2)  # made yesterday while the hub was down, sent now
+    assert intake.take("ana", json.dumps(queued).encode(), ["ana"], now=now)[1]
+    with pytest.raises(Refused, match="before the room started"):
+        intake.take("ana", json.dumps(made(4 * 86400, "pass", 3)).encode(), ["ana"], now=now)
+    g = grid.build(intake.records.all(), ["ana"], EXERCISES, now=now)
+    assert next(r for r in g.rows if r.exercise == "start/warmup").cells["ana"].text == "passed at attempt 2"

@@ -312,8 +312,8 @@ def test_records_per_minute_and_in_all_are_capped(tmp_path, monkeypatch):
 def test_the_grid_json_of_30_learners_through_the_whole_workbook_stays_under_256_kb():
     learners = [f"learner{i:02d}" for i in range(30)]
     exercises = [*EXERCISES, *(f"memory/future_{i}" for i in range(40 - len(EXERCISES)))]  # a workbook of 40
-    long = [rec(n, e, v, a, 700 - a, diagnosis="wrong") for n in learners for e in exercises
-            for a, v in enumerate(["incorrect", "error", "timed out"], 1)]
+    long = [rec(n, e, v, a, 700 - a, diagnosis="wrong", failure="out of memory", help=["hint 1", "solution"])
+            for n in learners for e in exercises for a, v in enumerate(["incorrect", "error", "timed out"], 1)]
     drills = [rec(n, f"drill/{seed}", "incorrect", 1, 30) for n in learners for seed in range(200)]
     g = grid.build(long + drills, learners, exercises, now=NOW)
     size = len(json.dumps(grid.as_json(g)))

@@ -464,3 +464,12 @@ def test_a_room_made_before_the_records_were_checked_keeps_its_records_and_takes
         intake.take("ana", json.dumps(made(4 * 86400, "pass", 3)).encode(), ["ana"], now=now)
     g = grid.build(intake.records.all(), ["ana"], EXERCISES, now=now)
     assert next(r for r in g.rows if r.exercise == "start/warmup").cells["ana"].text == "passed at attempt 2"
+
+
+def test_a_damaged_line_in_a_learners_records_is_skipped_not_the_room(tmp_path):
+    records = Records(tmp_path)
+    records.add("ana", rec("ana", "start/warmup", "incorrect", 1, 60))
+    with (tmp_path / "ana.jsonl").open("a") as f:
+        f.write('{"exercise": "start/warmup", "verd')  # the disk filled mid-write
+    records.add("ana", rec("ana", "start/warmup", "pass", 2, 0))
+    assert [r["verdict"] for r in records.all()] == ["incorrect", "pass"] and records.count("ana") == 2

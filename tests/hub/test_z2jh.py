@@ -59,6 +59,9 @@ def test_the_cloud_room_has_make_hubs_scopes_limits_and_services(values):
     assert config["Spawner"]["server_token_scopes"] == scopes.SERVER_TOKEN
     assert config["JupyterHub"]["authenticator_class"] == "trainlab.hub.auth.RoomAuthenticator"
     assert config["RoomAuthenticator"]["create_users"] is False and config["RoomAuthenticator"]["state_folder"]
+    state = config["RoomAuthenticator"]["state_folder"]  # `--codes` reads who claimed from <state>/passwords.dbm
+    assert config["RoomAuthenticator"]["dbm_path"] == f"{state}/passwords.dbm"
+    assert values["hub"]["services"][scopes.ROOM]["environment"]["TRAINLAB_HUB_STATE"] == state
     room = values["hub"]["services"][scopes.ROOM]
     assert room["oauth_client_allowed_scopes"] == [scopes.VIEW]
     assert values["hub"]["loadRoles"]["user"]["scopes"] == scopes.roles([])[0]["scopes"]

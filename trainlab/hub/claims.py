@@ -6,20 +6,34 @@
     codes.spend("ana")                   # claimed: the code is gone
 
 Codes are kept as SHA-256 hashes in <state>/claim_codes.json (0600); a code is shown only when it is made.
+`state_lock(folder)` serialises every read-modify-write of the codes and the password file across the hub's
+threads and processes (the hub spends codes while `python -m trainlab.hub --codes` may issue them; the stdlib's
+dbm fallback rewrites its index non-atomically).
 """
 
 import collections
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
 import secrets
-import threading
 from pathlib import Path
 
 from trainlab import atomic
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or copied from a slip of paper
 CODES = "claim_codes.json"
+LOCK = ".auth.lock"
+
+
+@contextlib.contextmanager
+def state_lock(folder):
+    """An exclusive lock on the room's logins state (codes, passwords) for the block: threads and processes alike
+    (each takes its own open of the lock file, and flock excludes open files from each other)."""
+    with open(Path(folder) / LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def new_code():
@@ -36,8 +50,8 @@ class ClaimCodes:
     """The claim codes of a room's unclaimed names, hashed, in <state>/claim_codes.json."""
 
     def __init__(self, folder):
-        self.path = Path(folder) / CODES
-        self._lock = threading.Lock()
+        self.folder = Path(folder)
+        self.path = self.folder / CODES
 
     def _read(self):
         return json.loads(self.path.read_text()) if self.path.exists() else {}
@@ -48,7 +62,7 @@ class ClaimCodes:
 
     def issue(self, names, again=()):
         """{name: code} for each of names with no code yet, and each of again (a lost code): shown once."""
-        with self._lock:
+        with state_lock(self.folder):
             hashes, fresh = self._read(), {}
             for name in names:
                 if name not in hashes or name in again:
@@ -66,23 +80,35 @@ class ClaimCodes:
         return bool(stored and code) and hmac.compare_digest(stored, _digest(code))
 
     def spend(self, name):
-        with self._lock:
-            hashes = self._read()
-            if hashes.pop(name, None) is not None:
-                self._write(hashes)
+        """Remove name's code; the caller holds state_lock (the claim writes the password in the same lock)."""
+        hashes = self._read()
+        if hashes.pop(name, None) is not None:
+            self._write(hashes)
 
 
 class Failures:
-    """Recent failed logins per key (a name, an address), forgotten after window_s."""
+    """Recent failed logins per key (a name, an address, ...), forgotten after window_s. An attempt counts from the
+    moment it arrives (`begin`), so a burst of logins sent at once cannot all be tried before the first fails;
+    a success takes its attempt back (`forget`)."""
 
-    def __init__(self, window_s):
-        self.window_s, self.times = window_s, collections.defaultdict(collections.deque)
+    def __init__(self, window_s, most_keys=100_000):
+        self.window_s, self.most_keys, self.times = window_s, most_keys, {}
 
     def count(self, key, now):
-        times = self.times[key]
+        times = self.times.get(key)
         while times and times[0] < now - self.window_s:
             times.popleft()
-        return len(times)
+        if times is not None and not times:
+            del self.times[key]  # probed names and addresses do not pile up
+        return len(times or ())
 
-    def add(self, key, now):
-        self.times[key].append(now)
+    def begin(self, key, now):
+        if len(self.times) >= self.most_keys:  # a flood of made-up names: forget the stalest keys
+            for stale in sorted(self.times, key=lambda k: self.times[k][-1])[: self.most_keys // 10]:
+                del self.times[stale]
+        self.times.setdefault(key, collections.deque()).append(now)
+
+    def forget(self, key, now):
+        times = self.times.get(key)
+        if times and now in times:
+            times.remove(now)

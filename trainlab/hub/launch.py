@@ -21,7 +21,7 @@ from pathlib import Path
 
 from trainlab import paths
 from trainlab.hub import cgroups, config, limits, roster, spawners, state
-from trainlab.hub.claims import ClaimCodes
+from trainlab.hub.claims import ClaimCodes, state_lock
 from trainlab.hub import safety
 from trainlab.hub.safety import check_address, find_proxy, readable_python, unreadable_by_others
 
@@ -79,7 +79,7 @@ def settings_from(args):
 def claimed(folder):
     """The names that have set a password (claimed their name) in the room's state folder."""
     try:
-        with dbm.open(str(Path(folder) / config.PASSWORDS), "r") as db:
+        with state_lock(folder), dbm.open(str(Path(folder) / config.PASSWORDS), "r") as db:
             return {key.decode() for key in db.keys()}
     except dbm.error:  # no password yet
         return set()
@@ -92,8 +92,8 @@ def issue_claim_codes(folder, people, again=()):
     if unknown:
         raise SystemExit(f"make hub: REISSUE names {', '.join(unknown)}, who are not on the roster")
     forgotten = claimed(folder) & set(again)
-    if forgotten:
-        with dbm.open(str(Path(folder) / config.PASSWORDS), "w") as db:
+    if forgotten:  # the hub may be running (a cloud room's hub pod): under the lock its logins take too
+        with state_lock(folder), dbm.open(str(Path(folder) / config.PASSWORDS), "w") as db:
             for name in forgotten:
                 del db[name]
     unclaimed = [name for name in people.everyone if name not in claimed(folder)]

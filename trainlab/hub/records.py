@@ -50,9 +50,11 @@ class Records:
         path = self.folder / f"{learner}.jsonl"
         if path.exists() and record in self._load(path):
             return False
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (json.dumps(record) + "\n").encode())
+            size = os.fstat(fd).st_size
+            cut = size and os.pread(fd, 1, size - 1) != b"\n"  # a line a full disk cut short: start a new one
+            os.write(fd, ("\n" * bool(cut) + json.dumps(record) + "\n").encode())
         finally:
             os.close(fd)
         return True
@@ -68,8 +70,21 @@ class Records:
         stat = path.stat()
         key = (stat.st_mtime_ns, stat.st_size)
         if self._cache.get(path, (None,))[0] != key:
-            self._cache[path] = (key, progress.load(path))
+            self._cache[path] = (key, _readable(path))
         return self._cache[path][1]
+
+
+def _readable(path):
+    """A learner's stored records; a damaged line (a disk that filled mid-write) is skipped, not the whole view."""
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and {"exercise", "verdict", "time"} <= record.keys():
+            records.append(record)
+    return records
 
 
 def known(exercise, exercises):

@@ -59,6 +59,12 @@ def started(folder):
             os.link(draft, path)  # whole or not at all: the hub and the room service may both start it
         except FileExistsError:
             pass
+        except OSError:  # a volume without hard links (some NFS, SMB): the first to create it writes it
+            try:
+                with open(path, "x") as f:
+                    f.write(draft.read_text())
+            except FileExistsError:
+                pass
         finally:
             draft.unlink()
     return float(path.read_text().strip())

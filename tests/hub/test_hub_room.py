@@ -50,7 +50,11 @@ CHECK = ("import sys\nfrom trainlab import checks\n"
 
 def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_room(hub_environment, tmp_path):
     with RoomHub(tmp_path, learners=["ana", "ben"]) as hub:
-        ana, response = hub.login("ana", "ana-first-password")  # first use: this sets ana's password
+        assert set(hub.codes) == {"ines", "ana", "ben"}, hub.log_tail()  # make hub printed a claim code each
+        for code in ("", hub.codes["ben"]):  # ana's name is not taken without her code, nor with ben's
+            _, stolen = hub.login("ana", "mallory-password", code=code)
+            assert "/hub/login" in stolen.url and "Invalid name, password or claim code" in stolen.text
+        ana, response = hub.login("ana", "ana-first-password")  # her code: this claims her name, sets her password
         assert "/hub/spawn" in response.url or "/user/ana" in response.url, response.url
         wait_for_server(ana, hub, "ana")
         copy = (hub.state / "homes" / "ana" / "trainlab" / "00_start_here.ipynb").read_text()  # her working copy
@@ -58,6 +62,8 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
 
         _, refused = hub.login("ana", "not-anas-password")
         assert "/hub/login" in refused.url and "Invalid" in refused.text  # a wrong password is refused
+        _, again = hub.login("ana", "ana-first-password", code="")  # from then on her password alone
+        assert "/hub/login" not in again.url, again.text[-1000:]
         outsider, _ = hub.login("mallory", "mallory-password")  # not on the roster: no sign-up
         assert outsider.get(f"{hub.url}/hub/api/user", timeout=10).status_code == 403
 

@@ -174,14 +174,17 @@ def test_timing_reports_the_median_of_real_work():
 
 
 def test_a_timing_that_does_not_wait_is_caught_by_size_scaling():
+    """The fastest of each timing's samples: on a busy machine a launch that waits for nothing can still be
+    descheduled for a time slice (5 ms seen under the busy-machine harness, 72x the idle launch), which is the
+    machine's noise, not the work; the fastest sample is the code's own cost."""
     stream = timing.AsyncStandIn()
     unsynced, synced = {}, {}
     for n in (1 << 20, 1 << 24):  # 4 MB and 64 MB
         x = torch.randn(n)
         work = lambda x=x: x.mul_(1.0001)  # noqa: E731
-        unsynced[n] = timing.measure(lambda: stream.launch(work), sync=None, repeats=9).median
+        unsynced[n] = min(timing.measure(lambda: stream.launch(work), sync=None, repeats=9).samples)
         stream.synchronize()
-        synced[n] = timing.measure(lambda: stream.launch(work), sync=stream.synchronize, repeats=9).median
+        synced[n] = min(timing.measure(lambda: stream.launch(work), sync=stream.synchronize, repeats=9).samples)
     assert not timing.grows_with_size(unsynced), timing.scaling(unsynced)
     assert timing.grows_with_size(synced), timing.scaling(synced)
 

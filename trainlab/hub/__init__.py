@@ -11,12 +11,14 @@ instructor's room view. One job per module:
     `spawners.py`  how each learner is kept apart (systemd dynamic users, Unix users, or test-only none)
     `cgroups.py`   the Unix-user route's memory and process cap: a cgroup per learner
     `scopes.py`    who may do what: the roles and scopes of learners, instructors and the culler
+    `claims.py`    one-time claim codes for first logins (hashed), the count of failed logins, their lock
+    `auth.py`      the room's authenticator: a first login claims a name with its code; uniform, throttled failures
     `config.py`    the JupyterHub configuration built from the above (jupyterhub_config.py calls it)
     `proxy.py`     the proxy a restarted hub adopts (learners' routes never drop)
     `safety.py`    what makes a room unsafe or unable to start (an address without TLS, no node)
     `launch.py`    the command line (`__main__.py`): refuses what is unsafe, then runs jupyterhub
     `singleuser.py` each learner's server: their working copy in their home, then Jupyter
-    `records.py`   the records the room received, one file per learner, in the token owner's name
+    `records.py`   the records the room received, one file per learner, in the token owner's name, checked
     `grid.py`      records -> the room's grid, stuck exercises first (pure, unit-tested)
     `room.py`      the room view: a JupyterHub service that takes records and shows the grid
 """

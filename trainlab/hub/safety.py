@@ -84,6 +84,6 @@ def coldness():
     if stamp and stamp.get("package") == paths.package_digest():
         return None
     why = "the workbook changed since `make hub-warm`" if stamp else "`make hub-warm` has not run in this clone"
-    return (f"{why}: each learner's first check of an exercise also runs its solution (in their memory, 10-60 s "
+    return (f"{why}: each learner's first check of an exercise also runs its solution (in their memory, and seconds "
             "more), and each notebook's setup makes the data set again. Run `make hub-warm` before the learners "
-            "arrive.")
+            "arrive (a few minutes: docs/instructor.md, step 2).")

@@ -30,6 +30,7 @@ child. Used by the exercise checks (`trainlab.checks.lab`), the hypothesis panel
 verdicts are computed in the parent, never here.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -71,11 +72,9 @@ def run_variants(variants, device="cpu", timeout=60.0, stream=False, on_progress
         stage for stage in ([v for v in pending if v.get("cache")], [v for v in pending if not v.get("cache")]) if stage
     ]
     for stage in stages:
-        if on_progress is None:  # a live plot is progress enough; otherwise a bar says what runs
-            steps = max(v.get("max_steps", 0) for v in stage)
-            with working(f"running {', '.join(v['name'] for v in stage)} under the probe (up to {steps} steps each)"):
-                _run_pending(stage, reports, device, timeout, stream, on_progress, max_train, slack_s)
-        else:
+        steps = max(v.get("max_steps", 0) for v in stage)
+        bar = working(f"running {', '.join(v['name'] for v in stage)} under the probe (up to {steps} steps each)")
+        with bar if on_progress is None else contextlib.nullcontext():  # a live plot is progress enough
             _run_pending(stage, reports, device, timeout, stream, on_progress, max_train, slack_s)
     return reports
 

@@ -16,14 +16,13 @@ once is throttled like a sequence.
 """
 
 import asyncio
-import dbm
 import time
 
 import bcrypt
 from firstuseauthenticator import FirstUseAuthenticator
 from traitlets import Float, Integer, Unicode
 
-from trainlab.hub.claims import ClaimCodes, Failures, state_lock
+from trainlab.hub.claims import ClaimCodes, Failures, passwords
 
 FAILED = "Invalid name, password or claim code."
 THROTTLED = "Too many failed logins for this name or from this address: wait {minutes} minute(s), then try again."
@@ -76,7 +75,7 @@ class RoomAuthenticator(FirstUseAuthenticator):
         return None
 
     def _stored(self, name):
-        with state_lock(self.state_folder), dbm.open(self.dbm_path, "c", 0o600) as db:
+        with passwords(self.state_folder, self.dbm_path) as db:
             return db.get(name.encode(), None)
 
     def _check(self, name, password, code):
@@ -92,7 +91,7 @@ class RoomAuthenticator(FirstUseAuthenticator):
         if not self._validate_password(password):
             return f"Claim code accepted: now choose a password of at least {self.min_password_length} characters."
         hashed = bcrypt.hashpw(secret, bcrypt.gensalt())
-        with state_lock(self.state_folder), dbm.open(self.dbm_path, "c", 0o600) as db:
+        with passwords(self.state_folder, self.dbm_path) as db:
             if db.get(name.encode(), None) is not None or not self.codes.check(name, code):
                 return None  # claimed a moment ago by a login in flight with the same code
             db[name] = hashed
@@ -103,13 +102,13 @@ class RoomAuthenticator(FirstUseAuthenticator):
         if not self._validate_password(new_password):
             return super().reset_password(username, new_password)  # its "too short" message
         hashed = bcrypt.hashpw(new_password.encode()[:72], bcrypt.gensalt())
-        with state_lock(self.state_folder), dbm.open(self.dbm_path, "c", 0o600) as db:
+        with passwords(self.state_folder, self.dbm_path) as db:
             db[username] = hashed
         return "Your password has been changed successfully!"
 
     def delete_user(self, user):
         """The admin page's Delete User: the name's password goes (its next login needs a new claim code)."""
-        with state_lock(self.state_folder), dbm.open(self.dbm_path, "c", 0o600) as db:
+        with passwords(self.state_folder, self.dbm_path) as db:
             if user.name.encode() in db:
                 del db[user.name]
 

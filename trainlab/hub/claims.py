@@ -13,6 +13,7 @@ dbm fallback rewrites its index non-atomically).
 
 import collections
 import contextlib
+import dbm
 import fcntl
 import hashlib
 import hmac
@@ -24,6 +25,7 @@ from trainlab import atomic
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or copied from a slip of paper
 CODES = "claim_codes.json"
+PASSWORDS = "passwords.dbm"  # bcrypt hashes per claimed name (the first-use authenticator's format)
 LOCK = ".auth.lock"
 
 
@@ -34,6 +36,13 @@ def state_lock(folder):
     with open(Path(folder) / LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+@contextlib.contextmanager
+def passwords(folder, path=None, flag="c"):
+    """The password file (default <folder>/passwords.dbm) open under state_lock(folder)."""
+    with state_lock(folder), dbm.open(str(path or Path(folder) / PASSWORDS), flag, 0o600) as db:
+        yield db
 
 
 def new_code():

@@ -22,12 +22,11 @@ from pathlib import Path
 
 from trainlab import paths
 from trainlab.workbook import workspace
-from trainlab.hub import limits, roster, spawners, state
+from trainlab.hub import claims, limits, roster, spawners, state
 from trainlab.hub.proxy import KeptProxy
 from trainlab.hub.scopes import CUSTOM_SCOPES, ROOM, SERVER_TOKEN, VIEW, roles
 
 ENV_PREFIX = "TRAINLAB_HUB_"
-PASSWORDS = "passwords.dbm"  # bcrypt hashes per claimed name (the first-use authenticator's format)
 
 
 @dataclass
@@ -80,7 +79,7 @@ def apply(c, settings):
 
     c.JupyterHub.authenticator_class = "trainlab.hub.auth.RoomAuthenticator"  # a first login needs its claim code
     c.RoomAuthenticator.create_users = False  # no open sign-up: roster names only
-    c.RoomAuthenticator.dbm_path = str(folder / PASSWORDS)
+    c.RoomAuthenticator.dbm_path = str(folder / claims.PASSWORDS)
     c.RoomAuthenticator.min_password_length = 8
     c.RoomAuthenticator.state_folder = str(folder)
     c.Authenticator.allowed_users = set(people.everyone)

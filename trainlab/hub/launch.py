@@ -21,9 +21,8 @@ from pathlib import Path
 
 from trainlab import paths
 from trainlab.hub import cgroups, config, limits, roster, spawners, state
-from trainlab.hub.claims import ClaimCodes, state_lock
-from trainlab.hub import safety
-from trainlab.hub.safety import check_address, find_proxy, readable_python, unreadable_by_others
+from trainlab.hub.claims import ClaimCodes, passwords
+from trainlab.hub.safety import check_address, coldness, find_proxy, readable_python, unreadable_by_others
 
 CONFIG_FILE = paths.REPO / "hub" / "jupyterhub_config.py"
 
@@ -48,14 +47,19 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
+def load_roster(args):
+    """(the roster's path, the people on it), or SystemExit with the reason."""
+    roster_path = Path(args.roster) if args.roster else Path(args.state) / "roster.toml"
+    try:
+        return roster_path, roster.load(roster_path)
+    except roster.RosterError as exc:
+        raise SystemExit(f"make hub: {exc}") from None
+
+
 def settings_from(args):
     """The Settings to run with, or SystemExit with the reason."""
     folder = Path(args.state)
-    roster_path = Path(args.roster) if args.roster else folder / "roster.toml"
-    try:
-        people = roster.load(roster_path)
-    except roster.RosterError as exc:
-        raise SystemExit(f"make hub: {exc}") from None
+    roster_path, people = load_roster(args)
     problem = check_address(args.ip, args.ssl_cert, args.ssl_key, args.insecure)
     if problem:
         raise SystemExit(f"make hub: {problem}")
@@ -79,7 +83,7 @@ def settings_from(args):
 def claimed(folder):
     """The names that have set a password (claimed their name) in the room's state folder."""
     try:
-        with state_lock(folder), dbm.open(str(Path(folder) / config.PASSWORDS), "r") as db:
+        with passwords(folder, flag="r") as db:
             return {key.decode() for key in db.keys()}
     except dbm.error:  # no password yet
         return set()
@@ -91,12 +95,13 @@ def issue_claim_codes(folder, people, again=()):
     unknown = sorted(set(again) - set(people.everyone))
     if unknown:
         raise SystemExit(f"make hub: REISSUE names {', '.join(unknown)}, who are not on the roster")
-    forgotten = claimed(folder) & set(again)
+    have = claimed(folder)
+    forgotten = have & set(again)
     if forgotten:  # the hub may be running (a cloud room's hub pod): under the lock its logins take too
-        with state_lock(folder), dbm.open(str(Path(folder) / config.PASSWORDS), "w") as db:
+        with passwords(folder, flag="w") as db:
             for name in forgotten:
                 del db[name]
-    unclaimed = [name for name in people.everyone if name not in claimed(folder)]
+    unclaimed = [name for name in people.everyone if name not in have - forgotten]
     codes = ClaimCodes(folder)
     fresh = codes.issue(unclaimed, again=set(again))
     if fresh:
@@ -114,12 +119,7 @@ def issue_claim_codes(folder, people, again=()):
 def main(argv=None):
     args = parse(argv)
     if args.codes:  # no hub here: Kubernetes runs it (hub/z2jh/values.yaml)
-        roster_path = Path(args.roster) if args.roster else Path(args.state) / "roster.toml"
-        try:
-            people = roster.load(roster_path)
-        except roster.RosterError as exc:
-            raise SystemExit(f"trainlab hub: {exc}") from None
-        issue_claim_codes(state.prepare(args.state), people, args.reissue)
+        issue_claim_codes(state.prepare(args.state), load_roster(args)[1], args.reissue)
         return
     settings, people = settings_from(args)
     proxy = find_proxy()
@@ -127,7 +127,7 @@ def main(argv=None):
     print(f"trainlab hub: {len(people.learners)} learner(s), instructor(s) {', '.join(people.instructors)}; "
           f"{scheme}://{settings.ip}:{settings.port}/ ; room view at /services/room/ ; state in {settings.state}")
     issue_claim_codes(settings.state, people, args.reissue)
-    cold = safety.coldness()
+    cold = coldness()
     if cold:
         print(f"trainlab hub: WARNING {cold}", file=sys.stderr)
     if settings.spawner == "users":

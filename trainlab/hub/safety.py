@@ -54,15 +54,15 @@ def unreadable_by_others(paths):
     say) opens for nobody else - so each path is checked as written and as resolved."""
     blocked = []
     for path in paths:
-        for candidate in dict.fromkeys([Path(path), Path(os.path.realpath(path))]):
-            for part in [candidate, *candidate.parents]:
-                if part.exists() and not part.stat().st_mode & 0o001:
-                    blocked.append(str(part))
-                    break
-            else:
-                continue
-            break
+        closed = _closed(Path(path)) or _closed(Path(os.path.realpath(path)))
+        if closed:
+            blocked.append(str(closed))
     return blocked
+
+
+def _closed(path):
+    """The path itself or the nearest folder above it that others cannot enter, or None."""
+    return next((part for part in [path, *path.parents] if part.exists() and not part.stat().st_mode & 0o001), None)
 
 
 def readable_python():

@@ -118,12 +118,7 @@ def send_to_room(timeout=5):
         except urllib.error.HTTPError as exc:
             refusal = _refusal(exc)
             if exc.code == 429 or exc.code >= 500 or refusal is None:  # too many at once, the room restarting
-                warnings.warn(
-                    f"the room view did not receive {len(records) - sent} record(s) ({exc.code}: "
-                    f"{refusal or exc.reason}); they are kept in {folder() / RECORDS} and sent with your next check",
-                    stacklevel=3,
-                )
-                return False
+                return _kept(len(records) - sent, f"{exc.code}: {refusal or exc.reason}")
             # refused for good, with the room's reason (not this room's learner, not this workbook's exercise):
             # say why, and do not hold back the records after it
             warnings.warn(
@@ -133,17 +128,22 @@ def send_to_room(timeout=5):
             )
             stored = True
         except OSError as exc:  # the verdict stands and is recorded locally; the instructor just does not see it yet
-            warnings.warn(
-                f"the room view did not receive {len(records) - sent} record(s) ({exc}); they are kept in "
-                f"{folder() / RECORDS} and sent with your next check",
-                stacklevel=3,
-            )
-            return False
+            return _kept(len(records) - sent, exc)
         if not stored:
             return False
         sent += 1
         atomic.write_text(sent_file, str(sent))
     return True
+
+
+def _kept(count, why):
+    """Say that count records wait for the room (kept here, sent with the next check); False."""
+    warnings.warn(
+        f"the room view did not receive {count} record(s) ({why}); they are kept in {folder() / RECORDS} and sent "
+        "with your next check",
+        stacklevel=4,
+    )
+    return False
 
 
 def _refusal(error):

@@ -22,7 +22,7 @@ import bcrypt
 from firstuseauthenticator import FirstUseAuthenticator
 from traitlets import Float, Integer, Unicode
 
-from trainlab.hub.claims import ClaimCodes, Failures, passwords
+from trainlab.hub.claims import ClaimCodes, Recent, passwords
 
 FAILED = "Invalid name, password or claim code."
 THROTTLED = "Too many failed logins for this name or from this address: wait {minutes} minute(s), then try again."
@@ -45,7 +45,7 @@ class RoomAuthenticator(FirstUseAuthenticator):
         self.request_otp = True
         self.otp_prompt = "Claim code (your first login only):"
         self.codes = ClaimCodes(self.state_folder)
-        self.failures = Failures(self.window_s)
+        self.failures = Recent(self.window_s)
         self._decoy = bcrypt.hashpw(b"no one's password", bcrypt.gensalt())  # the same bcrypt work for anyone
 
     async def authenticate(self, handler, data):

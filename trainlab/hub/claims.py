@@ -1,4 +1,4 @@
-"""One-time claim codes for a room's roster names, and the count of recent failed logins (auth.py uses both).
+"""One-time claim codes for a room's roster names, and a count of recent events per key (failed logins, posts).
 
     codes = ClaimCodes(state_folder)
     codes.issue(["ana", "ben"])          # {"ana": "K7QD-M2XP-9FTR", ...}: new codes for those without one
@@ -95,10 +95,10 @@ class ClaimCodes:
             self._write(hashes)
 
 
-class Failures:
-    """Recent failed logins per key (a name, an address, ...), forgotten after window_s. An attempt counts from the
-    moment it arrives (`begin`), so a burst of logins sent at once cannot all be tried before the first fails;
-    a success takes its attempt back (`forget`)."""
+class Recent:
+    """Recent events per key, forgotten after window_s: failed logins per name and address (auth.py; an attempt
+    counts from the moment it arrives, `begin`, so a burst sent at once cannot all be tried before the first
+    fails, and a success takes its attempt back, `forget`), records posted per learner (records.Intake)."""
 
     def __init__(self, window_s, most_keys=100_000):
         self.window_s, self.most_keys, self.times = window_s, most_keys, {}

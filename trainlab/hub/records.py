@@ -7,7 +7,6 @@ else's name. `Intake` adds what a learner's token could otherwise do to the room
 minute and in all. Files are 0600: the state folder is the hub's alone.
 """
 
-import collections
 import json
 import os
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from trainlab.workbook import progress
 from trainlab.hub import grid
+from trainlab.hub.claims import Recent
 
 VERDICTS = {"pass", "incorrect", "error", "timed out", "not attempted"}
 DIAGNOSES = {"right", "wrong", "not stated"}  # progress.record's grades of a stated diagnosis
@@ -134,7 +134,7 @@ class Intake:
 
     def __init__(self, records, exercises, since):
         self.records, self.exercises, self.since = records, set(exercises), since
-        self.recent = collections.defaultdict(collections.deque)  # learner -> times of their last posts
+        self.recent = Recent(60)  # each learner's posts in the last minute
 
     def take(self, learner, body, learners, now=None):
         """Store the record body posted with learner's token; return (record, whether it was new)."""
@@ -143,12 +143,9 @@ class Intake:
             raise Refused(403, f"{learner} is not a learner of this room's roster: only learners' checks are kept")
         if len(body) > MAX_BYTES:
             raise Refused(413, f"a record is at most {MAX_BYTES} bytes; this one has {len(body)}")
-        recent = self.recent[learner]
-        while recent and recent[0] < now - 60:
-            recent.popleft()
-        if len(recent) >= PER_MINUTE:
+        if self.recent.count(learner, now) >= PER_MINUTE:
             raise Refused(429, f"more than {PER_MINUTE} records in a minute; the rest go with the next check")
-        recent.append(now)
+        self.recent.begin(learner, now)
         if self.records.count(learner) >= MOST:
             raise Refused(403, f"{learner} has {MOST} records, the most the room keeps; the rest stay in the notebook")
         try:

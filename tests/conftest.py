@@ -359,6 +359,28 @@ def device():
 
 
 @pytest.fixture(scope="session")
+def launch_chromium():
+    """launch_chromium(path): one headless Chromium for the worker, started on first use and shared by the
+    browser tests of every area - Playwright's sync API runs one instance per thread, so a second
+    sync_playwright() while another area's is open fails ("Sync API inside the asyncio loop")."""
+    started = {}
+
+    def launch(path):
+        if "browser" not in started:
+            from playwright.sync_api import sync_playwright
+
+            started["playwright"] = sync_playwright().start()
+            # --no-sandbox: Chromium's sandbox needs user namespaces, which containers running as root lack
+            started["browser"] = started["playwright"].chromium.launch(executable_path=path, args=["--no-sandbox"])
+        return started["browser"]
+
+    yield launch
+    if "browser" in started:
+        started["browser"].close()
+        started["playwright"].stop()
+
+
+@pytest.fixture(scope="session")
 def small_data():
     from trainlab.data import DataConfig
 

@@ -85,14 +85,8 @@ def server(chromium, lab_root):
 
 
 @pytest.fixture(scope="session")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # --no-sandbox: Chromium's sandbox needs user namespaces, which containers running as root lack
-        running = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        yield running
-        running.close()
+def browser(chromium, launch_chromium):
+    return launch_chromium(chromium)
 
 
 @pytest.fixture

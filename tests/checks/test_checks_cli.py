@@ -42,5 +42,7 @@ def test_warming_checks_a_solution_and_leaves_its_reference_run_for_the_next_che
 
     monkeypatch.setattr(measure, "CACHE", tmp_path / "measure-cache")  # an empty cache: the solution really runs
     assert main(["--warm", "start/warmup"]) == 0
-    assert capsys.readouterr().out.startswith("start/warmup: passes (")
+    data, verdict = capsys.readouterr().out.splitlines()
+    assert data.startswith("data: synthetic CIFAR-shaped set:") and "readable by every user" in data
+    assert verdict.startswith("start/warmup: passes (")
     assert list((tmp_path / "measure-cache").glob("*.json")), "the reference run was not cached"

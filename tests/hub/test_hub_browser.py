@@ -71,16 +71,15 @@ def open_00(browser, hub, name, password):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(launch_chromium):
     missing = hub_environment_missing() or (None if find_chromium() else "no Chromium found")
     if missing:
         pytest.skip(missing) if __import__("os").environ.get("CI") != "true" else pytest.fail(missing)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        running = playwright.chromium.launch(executable_path=find_chromium(), args=["--no-sandbox"])
-        yield running
-        running.close()
+    running = launch_chromium(find_chromium())
+    before = set(running.contexts)
+    yield running
+    for context in set(running.contexts) - before:  # the learners' and instructor's sessions: the browser is shared
+        context.close()
 
 
 @pytest.mark.slow

@@ -107,7 +107,7 @@ class RoomHub:
     def jupyterhub_pid(self):
         for pid in tree.descendants(self.proc.pid):
             try:
-                if b"jupyterhub\x00-f" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if b"trainlab.hub.app\x00-f" in Path(f"/proc/{pid}/cmdline").read_bytes():
                     return pid
             except OSError:
                 continue

@@ -6,6 +6,7 @@ test_hub_browser.py (make test-full).
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -103,7 +104,11 @@ def test_a_learner_logs_in_checks_a_fix_and_only_the_instructor_sees_it_in_the_r
         # adopts that proxy, routes and all, instead of replacing it (no moment without a route)
         proxy = hub.proxy_pid()
         assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200  # her login, cached 5 min
+        logged = len(hub.log_tail(None))
         hub.stop_hub()
+        stopping = hub.log_tail(None)[logged:]  # said at once, not after the services stopped: what stops, what stays
+        assert "trainlab hub: stopping the hub: " in stopping and "2 running server(s) (ana, ines)" in stopping, stopping
+        assert re.search(r"trainlab hub: stopped in \d+\.\d s", stopping), stopping
         assert ana.get(f"{hub.url}/user/ana/api/status", timeout=10).status_code == 200
         hub.start()
         assert hub.proxy_pid() == proxy and "Adopting the proxy still running" in hub.log_tail(20_000)

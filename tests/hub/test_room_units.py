@@ -1,6 +1,8 @@
 """The room's pieces that need no running hub: roster, address safety, records, the grid, limits."""
 
 import json
+import os
+import subprocess
 import time
 
 import pytest
@@ -473,3 +475,23 @@ def test_a_damaged_line_in_a_learners_records_is_skipped_not_the_room(tmp_path):
         f.write('{"exercise": "start/warmup", "verd')  # the disk filled mid-write
     records.add("ana", rec("ana", "start/warmup", "pass", 2, 0))
     assert [r["verdict"] for r in records.all()] == ["incorrect", "pass"] and records.count("ana") == 2
+
+
+def test_a_stopping_hub_says_what_stays_and_what_it_still_waits_for(tmp_path):
+    from trainlab.hub import stopping
+
+    said = stopping.stopping_line(["ben", "ana"])
+    assert "2 running server(s) (ana, ben), their kernels and the proxy keep running" in said and "/hub/admin" in said
+    assert "server(s)" not in stopping.stopping_line([]) and "the proxy keeps running" in stopping.stopping_line([])
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:  # a service still running is named with its pid; one that exited (or never ran) is not
+        waiting = stopping.waiting_for({"room": sleeper.pid, "idle-culler": 0}, ["ThreadPoolExecutor-0_0"])
+        assert waiting.startswith(f"the service room (pid {sleeper.pid}) to exit") and "idle-culler" not in waiting
+    finally:
+        sleeper.kill()
+    os.waitid(os.P_PID, sleeper.pid, os.WEXITED | os.WNOWAIT)
+    assert not stopping.alive(sleeper.pid)  # exited, not reaped yet: a zombie counts as exited
+    sleeper.wait()
+    assert stopping.waiting_for({"room": sleeper.pid}, ["ThreadPoolExecutor-0_0"]) == \
+        "threads to finish: ThreadPoolExecutor-0_0"
+    assert stopping.waiting_for({"room": sleeper.pid}, []) == "its pending requests, cancelled, to finish"

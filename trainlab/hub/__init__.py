@@ -17,6 +17,8 @@ instructor's room view. One job per module:
     `proxy.py`     the proxy a restarted hub adopts (learners' routes never drop)
     `safety.py`    what makes a room unsafe or unable to start (an address without TLS, no node)
     `launch.py`    the command line (`__main__.py`): refuses what is unsafe, then runs jupyterhub
+    `app.py`       jupyterhub as make hub runs it: the same application, with a stop that says what it waits for
+    `stopping.py`  what a stopping hub says: what stops, what stays, what it still waits for
     `singleuser.py` each learner's server: their working copy in their home, then Jupyter
     `records.py`   the records the room received, one file per learner, in the token owner's name, checked
     `grid.py`      records -> the room's grid, stuck exercises first (pure, unit-tested)

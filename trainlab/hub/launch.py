@@ -143,4 +143,4 @@ def main(argv=None):
            "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.REPO), os.environ.get("PYTHONPATH")]))}
     os.chdir(settings.state)  # jupyterhub writes nothing outside it
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(CONFIG_FILE)], env)
+    os.execve(sys.executable, [sys.executable, "-m", "trainlab.hub.app", "-f", str(CONFIG_FILE)], env)  # jupyterhub, app.py

@@ -6,8 +6,8 @@
 """A benchmark of the eager 4-op chain against the fused C++ kernel.
 
 On CPU the kernels run on `AsyncStandIn`, a stand-in for a GPU stream (launch(), synchronize()),
-so the benchmark behaves as it would on a GPU. Notebook 04 hands it to you; its check times
-your benchmark() on work of growing size.
+so the benchmark behaves as it would on a GPU. Notebook 04 hands it to you; its check runs
+your benchmark() on work whose length it knows, at two lengths.
 
     python labs/kernels/fake_speedup.py
 """

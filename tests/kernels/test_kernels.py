@@ -173,20 +173,66 @@ def test_timing_reports_the_median_of_real_work():
     assert 0.009 < result.median < 0.05 and len(result.samples) == 7
 
 
-def test_a_timing_that_does_not_wait_is_caught_by_size_scaling():
-    """The fastest of each timing's samples: on a busy machine a launch that waits for nothing can still be
-    descheduled for a time slice (5 ms seen under the busy-machine harness, 72x the idle launch), which is the
-    machine's noise, not the work; the fastest sample is the code's own cost."""
-    stream = timing.AsyncStandIn()
-    unsynced, synced = {}, {}
-    for n in (1 << 20, 1 << 24):  # 4 MB and 64 MB
-        x = torch.randn(n)
-        work = lambda x=x: x.mul_(1.0001)  # noqa: E731
-        unsynced[n] = min(timing.measure(lambda: stream.launch(work), sync=None, repeats=9).samples)
-        stream.synchronize()
-        synced[n] = min(timing.measure(lambda: stream.launch(work), sync=stream.synchronize, repeats=9).samples)
-    assert not timing.grows_with_size(unsynced), timing.scaling(unsynced)
-    assert timing.grows_with_size(synced), timing.scaling(synced)
+def test_known_work_runs_on_the_stream_and_is_queued_when_the_host_calls_it():
+    stream = labcheck.CountingStream()
+    work = labcheck.KnownWork(stream, 0.01)
+    work()  # on the host: queued on the stream, as calling a kernel queues it
+    assert stream.launches == 1 and not stream.on_stream()
+    stream.launch(work)
+    stream.synchronize()
+    assert stream.launches == 2 and len(work.ran) == 2  # each ran once, on the stream: none ran on the host
+    assert work.ran[0] >= labcheck.COLD_FACTOR * 0.01 and work.took == work.ran[1] >= 0.01  # the first is cold
+
+
+def _benchmark_lab_cases():
+    """(name, script, should pass): the benchmark lab's shipped code, solution and every corpus entry."""
+    from benchmarks.timing_verdicts import cases
+
+    return cases()
+
+
+def _judged(text, tmp_path):
+    script = tmp_path / "bench.py"
+    script.write_text(text)
+    return labcheck.judge("kernels/fake_speedup", runpy.run_path(str(script), run_name="trainlab_check"))
+
+
+SAMPLE_UNDER_LOAD = (
+    "shipped",
+    "solution",
+    "the work called on the host instead of launched",
+    "a fixed pause before reading the clock",
+    "torch.utils.benchmark around a launch and its wait",
+)
+
+
+def test_the_benchmark_labs_verdicts_hold_on_a_busy_machine(tmp_path):
+    """No wall-clock ratio is judged: under the busy-machine harness the solution and a correct alternative pass,
+    and the shipped code and wrong fixes of both directions (no wait, a pause) fail, with the reason."""
+    from trainlab.processes.busy import BusyMachine
+
+    cases = [c for c in _benchmark_lab_cases() if c[0] in SAMPLE_UNDER_LOAD]
+    assert len(cases) == len(SAMPLE_UNDER_LOAD)
+    with BusyMachine():
+        verdicts = {name: (_judged(text, tmp_path), passes) for name, text, passes in cases}
+    wrong = {name: v["summary"] for name, (v, passes) in verdicts.items() if v["passed"] != passes}
+    assert not wrong, wrong
+    assert "the clock was read before the work was done" in verdicts["shipped"][0]["summary"]
+    assert "more than a run of the work takes" in verdicts["a fixed pause before reading the clock"][0]["summary"]
+
+
+@pytest.mark.matrix
+def test_every_benchmark_lab_entry_idle_and_under_load(tmp_path):
+    """Every corpus entry of the benchmark lab, judged on the machine as it is and under the busy-machine harness
+    (benchmarks/timing_verdicts.py does it 10 times each)."""
+    from trainlab.processes.busy import BusyMachine
+
+    cases = _benchmark_lab_cases()
+    idle = {name: _judged(text, tmp_path)["passed"] for name, text, _ in cases}
+    with BusyMachine():
+        busy = {name: _judged(text, tmp_path)["passed"] for name, text, _ in cases}
+    expected = {name: passes for name, _, passes in cases}
+    assert idle == expected and busy == expected, {"idle": idle, "busy": busy}
 
 
 def test_stand_in_stream_raises_the_work_error_at_synchronize():
@@ -234,7 +280,7 @@ def test_kernel_exercise_runs_the_learner_code_in_a_child():
     assert exercise.verdict(labs.source("kernels/softmax_mask", fixed=True)).kind == "pass"
 
 
-@matrix.parametrize("kernels/softmax_mask", "kernels/rmsnorm_stride", "kernels/fake_speedup")
+@matrix.parametrize("kernels/softmax_mask", "kernels/rmsnorm_stride")  # the benchmark lab's: above, idle and busy
 def test_corpus(exercise, entry):
     matrix.assert_expected(entry, exercise.verdict(entry.edit.apply(exercise.lab)))
 

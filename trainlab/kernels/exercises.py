@@ -187,6 +187,82 @@ EXERCISES = [
                 kind="mask",
                 reason="the work took",
             ),
+            # issue 45: a timing that never waits for the stream, however it reads the clock; and correct
+            # timings of every form (written before the check stopped comparing wall-clock times)
+            WrongFix(
+                "the work called on the host instead of launched",
+                shipped(
+                    (
+                        "        stream.launch(fn)\n",
+                        "        fn()  # run it here, not on the stream: nothing to wait for\n",
+                    )
+                ),
+                reason="the work took",
+            ),
+            WrongFix(
+                "the process's CPU time, with the wait",
+                fixed(
+                    ("t0 = time.perf_counter()", "t0 = time.process_time()"),
+                    ("time.perf_counter() - t0", "time.process_time() - t0"),
+                ),
+                reason="the work took",
+            ),
+            WrongFix(
+                "a fixed pause before reading the clock",
+                shipped(
+                    (
+                        "        times.append(time.perf_counter() - t0)\n",
+                        "        time.sleep(0.05)  # give the stream time to finish\n"
+                        "        times.append(time.perf_counter() - t0)\n",
+                    )
+                ),
+                reason="the work took",
+            ),
+            WrongFix(
+                "a wait after every tenth launch",
+                shipped(
+                    (
+                        "        times.append(time.perf_counter() - t0)\n",
+                        "        if _ % 10 == 9:\n            stream.synchronize()\n"
+                        "        times.append(time.perf_counter() - t0)\n",
+                    )
+                ),
+                reason="the work took",
+            ),
+            CorrectAlternative(
+                "torch.utils.benchmark around a launch and its wait",
+                shipped(
+                    (
+                        "    times = []\n    for _ in range(repeats):\n        t0 = time.perf_counter()\n"
+                        "        stream.launch(fn)\n        times.append(time.perf_counter() - t0)\n"
+                        "    stream.synchronize()  # wait before returning, so no work is left running\n"
+                        "    return statistics.median(times)\n",
+                        "    from torch.utils import benchmark as torch_benchmark\n\n"
+                        '    timer = torch_benchmark.Timer("stream.launch(fn); stream.synchronize()", '
+                        'globals={"stream": stream, "fn": fn})\n'
+                        "    return timer.timeit(repeats).median\n",
+                    )
+                ),
+            ),
+            CorrectAlternative(
+                "the work called on the host, then a wait",
+                fixed(
+                    (
+                        "        stream.launch(fn)\n",
+                        "        fn()  # on a GPU this queues the kernels, as launch() does\n",
+                    )
+                ),
+            ),
+            CorrectAlternative(
+                "nanosecond clock, a wait before starting it and after the work",
+                fixed(
+                    (
+                        "        t0 = time.perf_counter()\n",
+                        "        stream.synchronize()\n        t0 = time.perf_counter_ns()\n",
+                    ),
+                    ("times.append(time.perf_counter() - t0)", "times.append((time.perf_counter_ns() - t0) / 1e9)"),
+                ),
+            ),
             CorrectAlternative(
                 "all launches timed together, then one wait",
                 shipped(

@@ -8,6 +8,7 @@ forgets it reports (see `AsyncStandIn`). On CUDA the repetitions are timed with 
 
 import ctypes
 import statistics
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -140,26 +141,20 @@ class AsyncStandIn:
     def __init__(self):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stand-in-stream")
         self._pending = []
+        self._thread = None  # the worker's ident, once it has run something
 
     def launch(self, fn, *args):
-        self._pending.append(self._worker.submit(fn, *args))
+        self._pending.append(self._worker.submit(self._run, fn, *args))
+
+    def _run(self, fn, *args):
+        self._thread = threading.get_ident()
+        return fn(*args)
+
+    def on_stream(self):
+        """True inside work the stream is running (a kernel), False on the host that launches it."""
+        return threading.get_ident() == self._thread
 
     def synchronize(self):
         pending, self._pending = self._pending, []
         for future in pending:
             future.result()  # re-raises the work's exception here, as CUDA errors surface at a sync
-
-
-def scaling(medians_by_size):
-    """How time grows with the work: (size ratio, time ratio) between the smallest and the
-    largest size. A memory-bound kernel well above its launch cost grows about as fast as
-    its size; a timing that forgot to wait for the device barely grows at all."""
-    sizes = sorted(medians_by_size)
-    size_ratio = sizes[-1] / sizes[0]
-    return size_ratio, medians_by_size[sizes[-1]] / medians_by_size[sizes[0]]
-
-
-def grows_with_size(medians_by_size, min_fraction=0.25):
-    """True when the time grew by at least min_fraction of the size ratio."""
-    size_ratio, time_ratio = scaling(medians_by_size)
-    return time_ratio >= min_fraction * size_ratio

@@ -59,3 +59,35 @@ def test_verdict_summarises_all_five(exercise, monkeypatch):
     )
     assert verdict.details.count("\n") == 4
     assert not [m for m in fsdp.MISTAKES if m in verdict.message or m in verdict.details]  # what was seen, never a name
+
+
+def test_each_units_share_of_the_parameters_is_what_its_all_gather_brings():
+    """One process, fully_shard on a world of one: the root keeps what no unit inside it holds, and blocks
+    sharded in part are still one kind of repeated block (fully_shard swaps the sharded ones' class)."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from trainlab.doctor.ranks import model_layout
+    from trainlab.fsdp.labcheck import block_unit_share
+    from trainlab.models import ModelConfig, build_model
+
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        model = build_model(ModelConfig(name="vit", width=32, depth=fsdp.DEPTH))
+        mesh = init_device_mesh("cpu", (1,))
+        for block in list(model.blocks)[:4]:
+            fully_shard(block.attn, mesh=mesh)  # the attention only: each block's MLP stays with the root
+        fully_shard(model, mesh=mesh)
+        layout = model_layout(model, [])
+    finally:
+        dist.destroy_process_group()
+    total, shares = layout["param_elements"], layout["fsdp_unit_params"]
+    assert list(shares) == ["<root>", *(f"blocks.{i}.attn" for i in range(4))] and sum(shares.values()) == total
+    attn = sum(p.numel() for p in model.blocks[0].attn.parameters())
+    assert shares["blocks.0.attn"] == attn and shares["<root>"] == total - 4 * attn
+    assert layout["repeated_blocks"] == {"blocks": fsdp.DEPTH}
+    block = sum(p.numel() for p in model.blocks[0].parameters())
+    assert block_unit_share(model, layout["repeated_blocks"], total) == block / total
+    assert shares["<root>"] / total > fsdp.MAX_UNIT_SHARE * block / total  # what the check rejects

@@ -247,26 +247,38 @@ def _digests(named):
     return {name: _digest(t) for name, t in named if t.is_floating_point() or t.dtype == torch.long}
 
 
+def _unwrapped_type(module):
+    """The module's own class: fully_shard swaps a module's class for a subclass (FSDP<name>)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return next(c for c in type(module).__mro__ if not issubclass(c, FSDPModule))
+
+
 def model_layout(root, optimizers):
     """The FSDP units in the model, its repeated blocks, and whether the optimizers step the model's
     own parameters (FSDP2 swaps them for DTensors: an optimizer built before holds the old ones).
-    Modules one fully_shard call shards together are one unit (one all-gather), named by the first.
+    Modules one fully_shard call shards together are one unit (one all-gather), named by the first;
+    each unit's parameter elements are those no unit inside it holds.
     Also read by the FSDP lab's check (`trainlab.fsdp.labcheck`)."""
     from torch.distributed.fsdp import FSDPModule
 
-    units, states = [], set()
-    for name, m in root.named_modules():
+    units, states, owner = [], {}, {}
+    for name, m in root.named_modules():  # parents first: a parameter ends in the innermost unit that holds it
         if isinstance(m, FSDPModule) or type(m).__name__ == "FullyShardedDataParallel":
             state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else m
             if id(state) not in states:
-                states.add(id(state))
-                units.append(name or "<root>")
+                states[id(state)] = name or "<root>"
+                units.append(states[id(state)])
+            owner.update((id(p), (states[id(state)], p.numel())) for p in m.parameters())
+    unit_params = dict.fromkeys(units, 0)
+    for unit, numel in owner.values():  # a DTensor's numel is the whole parameter's: what one all-gather brings
+        unit_params[unit] += numel
     blocks = [
         name
         for name, m in root.named_modules()
         if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential))
         and len(m) >= 2
-        and len({type(c) for c in m}) == 1
+        and len({_unwrapped_type(c) for c in m}) == 1  # some blocks sharded, some not: still one kind
         and any(True for _ in m[0].parameters())
     ]
     params = {id(p) for p in root.parameters()}
@@ -275,6 +287,8 @@ def model_layout(root, optimizers):
         "type": type(root).__name__,
         "sharded": is_sharded(root),
         "fsdp_units": units,
+        "fsdp_unit_params": unit_params,  # elements each unit gathers at once (FSDP2; FSDP1: its flat shards)
+        "param_elements": sum(p.numel() for p in root.parameters()),
         "repeated_blocks": {name: len(root.get_submodule(name)) for name in blocks},
         "params": len(params),
         "dtensors": sum(is_dtensor(p) for p in root.parameters()),

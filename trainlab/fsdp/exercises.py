@@ -45,6 +45,7 @@ MISTAKES = {
     "partial-collective": "every rank joins every collective",
 }
 DEPTH = 6  # transformer blocks of the lab's model in the check's run: FSDP units needed = DEPTH + 1
+MAX_UNIT_SHARE = 1.25  # the largest unit's share of the parameters, at most this x the solution's (issue 45)
 
 
 HINTS = (
@@ -124,6 +125,37 @@ CORPUS = (
         ),
         kind="partial",
         reason="for a model of",
+    ),
+    # issue 45: as many units and all-gathers as the fix, but the root keeps a third of the weights or more
+    WrongFix(
+        "each block's attention wrapped instead of the block",
+        _solution_with("                fully_shard(block, **kw)\n", "                fully_shard(block.attn, **kw)\n"),
+        kind="partial",
+        reason="of the parameters at once",
+    ),
+    WrongFix(
+        "each block's MLP wrapped instead of the block",
+        _solution_with("                fully_shard(block, **kw)\n", "                fully_shard(block.mlp, **kw)\n"),
+        kind="partial",
+        reason="of the parameters at once",
+    ),
+    WrongFix(
+        "the embedding, the head and four blocks wrapped",
+        _solution_with(
+            "            for block in blocks:\n",
+            "            fully_shard(model.embed, **kw)\n            fully_shard(model.head, **kw)\n"
+            "            for block in blocks[:4]:\n",
+        ),
+        kind="partial",
+        reason="of the parameters at once",
+    ),
+    CorrectAlternative(
+        "the embedding and the head in units of their own too",
+        _solution_with(
+            "            for block in blocks:\n",
+            "            fully_shard(model.embed, **kw)\n            fully_shard(model.head, **kw)\n"
+            "            for block in blocks:\n",
+        ),
     ),
     # Each mistake alone: the check must blame it (by what it observed) and pass the other four.
     *(
@@ -304,7 +336,9 @@ class FsdpLabExercise(Exercise):
             self._no("root-only-wrap", f"{gathers} all-gathers per step for a model of {DEPTH} blocks")
             if gathers < DEPTH
             else self._yes(
-                "root-only-wrap", f"{len(m['observed']['units'])} FSDP units, {gathers} all-gathers per step"
+                "root-only-wrap",
+                f"{len(m['observed']['units'])} FSDP units, {gathers} all-gathers per step, the largest unit "
+                f"{max(m['observed'].get('unit_shares', {}).values(), default=0):.0%} of the parameters",
             )
         )
 
@@ -378,14 +412,25 @@ def _plain_optimizer_tensors(m):
 
 
 def _units(m):
-    """An incorrect verdict when the model has fewer FSDP units than blocks plus the root."""
-    units = m["observed"]["units"]
+    """An incorrect verdict when the model has fewer FSDP units than blocks plus the root, or when one unit
+    gathers more of the parameters at once than MAX_UNIT_SHARE x the largest unit of one unit per block."""
+    units, shares = m["observed"]["units"], m["observed"].get("unit_shares") or {}
     if units and len(units) < DEPTH + 1:
         return Verdict(
             f"{LAB}: root-only-wrap",
             "incorrect",
             f"{len(units)} FSDP unit{'s' if len(units) > 1 else ''} ({', '.join(units)}) for a model of {DEPTH} blocks",
         )
+    solution = m["observed"].get("block_unit_share")
+    if shares and solution:
+        unit, share = max(shares.items(), key=lambda item: item[1])
+        if share > MAX_UNIT_SHARE * solution:
+            return Verdict(
+                f"{LAB}: root-only-wrap",
+                "incorrect",
+                f"the FSDP unit {unit} gathers {share:.0%} of the parameters at once (the solution's largest unit: "
+                f"{solution:.0%})",
+            )
     return None
 
 

@@ -6,7 +6,8 @@ for what the check must not take from the script's own report.
 
 Of the first configuration's model:
 - at its first training forward, its FSDP units (modules one `fully_shard` call shards together
-  count once: one all-gather each);
+  count once: one all-gather each), the share of the parameters each gathers at once, and the
+  largest share under one unit per block and the root (the solution's wrap);
 - at its first optimizer step, how many of the tensors the optimizer updates are the model's
   sharded parameters (DTensors) and how many are plain tensors.
 Rank 0 writes OUT_DIR/observed.json as soon as each is known, so a run that crashes later
@@ -26,6 +27,16 @@ from trainlab.doctor.probe import Probe
 from trainlab.doctor.ranks import model_layout
 
 
+def block_unit_share(root, repeated_blocks, total):
+    """The largest share of the parameters one all-gather brings when each repeated block is a unit and the
+    root holds the rest (the solution's wrap): what a learner's units are judged against. None: no blocks."""
+    if not repeated_blocks:
+        return None
+    blocks = root.get_submodule(max(repeated_blocks, key=repeated_blocks.get))
+    sizes = [sum(p.numel() for p in block.parameters()) for block in blocks]
+    return max(*sizes, total - sum(sizes)) / total
+
+
 def observe(probe, out_dir):
     """Subscribe to the probe's events; return the dict they fill."""
     observed = {"units": [], "optimizer": None}
@@ -37,7 +48,11 @@ def observe(probe, out_dir):
 
     def first_forward(module, inputs):
         if not observed["units"] and observed["optimizer"] is None and probe.in_training_forward:
-            observed["units"] = model_layout(module, [])["fsdp_units"]
+            layout = model_layout(module, [])
+            total = layout["param_elements"]
+            observed["units"] = layout["fsdp_units"]
+            observed["unit_shares"] = {unit: n / total for unit, n in layout["fsdp_unit_params"].items()}
+            observed["block_unit_share"] = block_unit_share(module, layout["repeated_blocks"], total)
             write()
 
     def first_step(optimizer):

@@ -64,7 +64,6 @@ def test_verdict_summarises_all_five(exercise, monkeypatch):
 def test_each_units_share_of_the_parameters_is_what_its_all_gather_brings():
     """One process, fully_shard on a world of one: the root keeps what no unit inside it holds, and blocks
     sharded in part are still one kind of repeated block (fully_shard swaps the sharded ones' class)."""
-    import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard

@@ -244,6 +244,17 @@ EXERCISES = [
                     )
                 ),
             ),
+            # a judgement call (labs/README.md): each image to zero mean and unit variance is normalisation
+            CorrectAlternative(
+                "per-image standardisation",
+                shipped(
+                    (
+                        "        x = x * 255\n",
+                        "        x = x * 255\n"
+                        "        x = (x - x.mean(dim=(1, 2, 3), keepdim=True)) / x.std(dim=(1, 2, 3), keepdim=True)\n",
+                    )
+                ),
+            ),
             # judged against the data's own statistics: a rescaling that only bounds the range is not normalisation
             WrongFix(
                 "pixel values in [0, 1]",

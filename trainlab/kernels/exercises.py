@@ -264,6 +264,10 @@ EXERCISES = [
                 ),
             ),
             CorrectAlternative(
+                "the fastest run, each waited for",
+                fixed(("return statistics.median(times)", "return min(times)")),
+            ),
+            CorrectAlternative(
                 "all launches timed together, then one wait",
                 shipped(
                     (

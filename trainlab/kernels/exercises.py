@@ -212,7 +212,7 @@ EXERCISES = [
                 shipped(
                     (
                         "        times.append(time.perf_counter() - t0)\n",
-                        "        time.sleep(0.05)  # give the stream time to finish\n"
+                        "        time.sleep(0.25)  # long enough for the stream to finish\n"
                         "        times.append(time.perf_counter() - t0)\n",
                     )
                 ),

@@ -22,6 +22,7 @@ doctor sees only the script text.
 
 import functools
 import random
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from pathlib import Path
 from trainlab import atomic, paths
 from trainlab.workbook import labs
 from trainlab.checks import exercises
-from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
+from trainlab.checks.corpus import CorrectAlternative, Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
 from trainlab.checks.lab import LabExercise
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.doctor.causes import CAUSES
@@ -51,7 +52,7 @@ REPORTS = {
 MAX_STEPS = {"no-convergence": 200, "nan": 200, "slow": 120, "memory": 30}  # the check's run, by symptom (a
 # graph kept alive holds every step's activations: 30 steps show the growth without gigabytes)
 # A schedule bug shows only across an epoch boundary: its check trains on SHORT_EPOCHS images
-# (37 to 75 steps an epoch) for SHORT_STEPS steps.
+# (37 to 75 steps an epoch) for SHORT_STEPS steps, and again on a third of them (12 to 25 steps an epoch).
 SHORT_EPOCHS, SHORT_STEPS = 4800, 100
 MIN_GAP_CLOSED = {"softmax-before-cross-entropy": 0.75}  # an adaptive optimizer still learns a little through it
 
@@ -170,6 +171,7 @@ class DrillExercise(LabExercise):
             corpus=wrong_fixes(lab),
             max_steps=SHORT_STEPS if short else MAX_STEPS[lab.symptom],
             max_train=SHORT_EPOCHS if short else None,
+            also_at=SHORT_EPOCHS // 3 if short else None,  # and again at a third: a value tuned to one size fails
             min_gap_closed=max(MIN_GAP_CLOSED.get(c, 0.5) for c in causes),
         )
 
@@ -201,7 +203,72 @@ def wrong_fixes(lab):
         found.append(WrongFix(name, edit, kind="mask"))
     if len(lab.causes) > 1:
         found += [WrongFix(f"only {c} fixed", Edit(fixes=(c,)), kind="partial") for c in lab.causes]
+    if "lr-schedule-too-fast" in lab.causes:
+        found += schedule_fixes(lab)
     return tuple(found)
+
+
+# A schedule tuned to the check's capped training set (SHORT_EPOCHS images) keeps the per-batch stepping and counts
+# the capped epoch's batches instead: right at that size only (issue 45). Stepping once per len(loader) batches is
+# right at any size.
+_SCHEDULER_STEP = re.compile(r"^(?P<indent>[ \t]*)(?P<name>\w+)\.step\(\)[ \t]*(#.*)?$", re.M)
+_BATCH_LOOP = re.compile(r"for \w+, \(\w+, \w+\) in enumerate\((?P<loader>\w+)\):")
+
+
+def _scheduler_line(text):
+    """The per-batch scheduler.step() of a drill with the schedule bug, and the loader its loop runs over."""
+    name = re.search(r"^(\w+) = torch\.optim\.lr_scheduler\.", text, re.M).group(1)
+    line = next(m for m in _SCHEDULER_STEP.finditer(text) if m.group("name") == name)
+    loader = list(_BATCH_LOOP.finditer(text[: line.start()]))[-1].group("loader")
+    return line, loader
+
+
+def _every(batches):
+    """An edit: the per-batch scheduler step taken once every `batches` batches (a number, or an expression)."""
+
+    def edit(text):
+        line, loader = _scheduler_line(text)
+        indent, name = line.group("indent"), line.group("name")
+        count = batches if isinstance(batches, int) else batches.format(loader=loader)
+        stepped = f"{indent}if (step + 1) % {count} == 0:  # once an epoch\n{indent}    {name}.step()"
+        return text[: line.start()] + stepped + text[line.end() :]
+
+    edit.__name__ = f"every({batches})"
+    return edit
+
+
+def _stretched(batches):
+    """An edit: the per-batch stepping kept, the schedule's constants spread over `batches` steps an epoch."""
+
+    def edit(text):
+        text = re.sub(r"step_size=(\d+)", lambda m: f"step_size={int(m.group(1)) * batches}", text)
+        return re.sub(r"gamma=([\d.]+)\)", lambda m: f"gamma={float(m.group(1))} ** (1 / {batches}))", text, count=1)
+
+    edit.__name__ = f"stretched({batches})"
+    return edit
+
+
+def schedule_fixes(lab):
+    """Wrong fixes keyed to the check's capped epoch, and the fix that counts the loader's own batches (a second
+    planted cause fixed in each, so each is judged on the schedule alone)."""
+    batch = int(re.search(r"batch_size=(\d+)", lab.source()).group(1))  # the first: the training loader's
+    capped, others = SHORT_EPOCHS // batch, tuple(c for c in lab.causes if c != "lr-schedule-too-fast")
+    return [
+        WrongFix(
+            f"the scheduler stepped every {capped} batches (the check's epoch)",
+            Edit(fixes=others, then=(_every(capped),)),
+            kind="mask",
+        ),
+        WrongFix(
+            f"the per-batch schedule stretched over {capped} batches",
+            Edit(fixes=others, then=(_stretched(capped),)),
+            kind="mask",
+        ),
+        WrongFix("the scheduler stepped every 100 batches", Edit(fixes=others, then=(_every(100),)), kind="mask"),
+        CorrectAlternative(
+            "the scheduler stepped every len(loader) batches", Edit(fixes=others, then=(_every("len({loader})"),))
+        ),
+    ]
 
 
 class Drill:

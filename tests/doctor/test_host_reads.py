@@ -151,6 +151,28 @@ def test_reads_in_a_thread_the_script_starts_are_counted():
     assert reads_per_step(after_step)[1:] == [6] * 3
 
 
+def test_reads_in_a_thread_subclass_and_an_executor_are_counted():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Reader(threading.Thread):  # its own run(): Thread.run is never called
+        def __init__(self, y):
+            super().__init__()
+            self.y = y
+
+        def run(self):
+            [int(v) for v in self.y[:2]]
+
+    def after_step(loss, logits, y):
+        reader = Reader(y)
+        reader.start()
+        reader.join()
+        with ThreadPoolExecutor(max_workers=1) as pool:  # its worker thread starts at the first submit
+            pool.submit(lambda: [int(v) for v in y[:3]]).result()
+
+    assert reads_per_step(after_step)[1:] == [5] * 3
+
+
 def test_to_a_cpu_device_is_a_move_to_the_device_on_a_cpu_run_not_a_read():
     # scripts spell their device "cpu" as often as torch.device("cpu"): .to() of either is not told apart
     assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to("cpu")[:5]])[1:] == [5] * 3

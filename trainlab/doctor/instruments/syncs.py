@@ -15,7 +15,7 @@ alone. `.to("cpu")` is not: on a CPU run it cannot be told from `.to(device)` wi
 the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and
 `.numpy()` have no operation of their own on a CPU tensor: they are counted by wrapping them. Threads
 the script starts during the run are counted
-too (a dispatch mode is per thread). Reads by the probe itself, and by torch.optim's own code inside
+too (a dispatch mode is per thread), whatever runs in them: a target, a subclass's own run(), an executor's worker. Reads by the probe itself, and by torch.optim's own code inside
 optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
 run inside the step - a closure, a step hook - is. A DataLoader building a batch runs without the
 mode (its reads are the host's own, and a Python call per operation would slow a per-sample
@@ -181,18 +181,25 @@ class HostReads(TorchDispatchMode):
             (torch.Tensor, "tolist", self._wrap_read),
             (torch.Tensor, "numpy", self._wrap_read),
             (torch.Tensor, "cpu", self._wrap_cpu),
-            (threading.Thread, "run", self._wrap_thread),
+            (threading.Thread, "start", self._wrap_thread),
         ]
 
     def _wrap_thread(self, original):
-        """A thread the script starts runs under a mode of its own, counting into the same clock."""
+        """A thread the script starts runs under a mode of its own, counting into the same clock: start() wraps
+        the thread's run, whatever it is - a target, a subclass's own run(), an executor's worker."""
         reads = self
 
-        def run(thread):
-            with HostReads(reads.clock, reads.host):
-                return original(thread)
+        def start(thread):
+            run = thread.run
 
-        return run
+            def counted():
+                with HostReads(reads.clock, reads.host):
+                    return run()
+
+            thread.run = counted
+            return original(thread)
+
+        return start
 
     def _wrap_read(self, original):
         reads = self

@@ -14,9 +14,9 @@ would run: every tensor counts as on the device except what the script copied to
 alone. `.to("cpu")` is not: on a CPU run it cannot be told from `.to(device)` with a device that is
 the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and
 `.numpy()` have no operation of their own on a CPU tensor: they are counted by wrapping them. Threads
-the script starts during the run are counted
-too (a dispatch mode is per thread), whatever runs in them: a target, a subclass's own run(), an executor's worker. Reads by the probe itself, and by torch.optim's own code inside
-optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
+the script starts during the run are counted too (a dispatch mode is per thread), whatever runs in them:
+a target, a subclass's own run(), an executor's worker. Reads by the probe itself, and by torch.optim's
+own code inside optimizer.step (Adam's step counter lives on the CPU), are not the script's; the script's own code
 run inside the step - a closure, a step hook - is. A DataLoader building a batch runs without the
 mode (its reads are the host's own, and a Python call per operation would slow a per-sample
 pipeline). What a CPU run cannot tell: reads ATen makes only on a CPU (one_hot checks its class

@@ -10,7 +10,6 @@ import sys
 from trainlab import atomic
 from trainlab.doctor.examine import diagnose_here
 from trainlab.doctor.multirank import diagnose_ranks
-from trainlab.processes import limits
 
 
 def _ranks(text):
@@ -28,11 +27,7 @@ def main(argv=None):
     )
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
     parser.add_argument(
-        "--time-limit",
-        type=float,
-        default=60.0,
-        help="seconds for the run and the experiments after it together, on an idle machine (60); a slower or "
-        "busier one gets more, at most 4x (trainlab/processes/limits.py)",
+        "--time-limit", type=float, default=60.0, help="seconds for the run and the experiments after it together (60)"
     )
     parser.add_argument(
         "--every-experiment",
@@ -70,10 +65,7 @@ def main(argv=None):
             args.every_experiment,
         )
     else:
-        # stretched as every budget is (the one policy: this machine's speed and load, at most 4x), so the same
-        # script gets the same report - experiments included - on a machine other work keeps busy
-        time_limit = limits.seconds(args.time_limit, ceiling_s=float("inf"))
-        report = diagnose_here(args.script, script_args, args.steps, time_limit, args.every_experiment)
+        report = diagnose_here(args.script, script_args, args.steps, args.time_limit, args.every_experiment)
     print(report)
     if args.json:
         atomic.write_text(args.json, report.to_json())

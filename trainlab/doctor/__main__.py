@@ -27,7 +27,11 @@ def main(argv=None):
     )
     parser.add_argument("--steps", type=int, default=200, help="stop after this many optimizer steps (200)")
     parser.add_argument(
-        "--time-limit", type=float, default=60.0, help="seconds for the run and the experiments after it together (60)"
+        "--time-limit",
+        type=float,
+        default=60.0,
+        help="seconds for the run and the experiments after it together, on an idle machine (60); a slower or "
+        "busier one gets more, at most 4x (trainlab/processes/limits.py)",
     )
     parser.add_argument(
         "--every-experiment",

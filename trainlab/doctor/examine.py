@@ -16,6 +16,7 @@ from trainlab.doctor import quick_experiments, rules, trend
 from trainlab.doctor.execute import execute
 from trainlab.doctor.probe import Probe, is_sharded, wrapped_module
 from trainlab.doctor.report import Finding, Report, rank
+from trainlab.processes import limits
 
 
 def run_script(script, args=(), max_steps=200, time_limit_s=60.0, instrument=None):
@@ -132,11 +133,17 @@ def diagnose_here(
     instrument=None,
     experiments_allowed=True,
     seed=0,
+    stretch=True,
 ):
     """Run script in this process and return its Report (experiments_allowed=False: the probe's
     measurements and rules only, as on the ranks of a multi-rank run other than rank 0). seed
     makes an unseeded script repeatable; ranks take their rank, so an unseeded script's ranks
-    differ as they would without the doctor."""
+    differ as they would without the doctor. time_limit_s is for an idle machine: stretched by the
+    one time-limit policy (speed x load, at most 4x), so load does not change the report - on a busy
+    machine the experiments were skipped. stretch=False: a rank of a multi-rank run (its launch
+    stretches the ranks' one limit, so they stop at the same step)."""
+    if stretch:
+        time_limit_s = limits.seconds(time_limit_s, ceiling_s=float("inf"))
     start = time.perf_counter()
     torch.manual_seed(seed)
     probe, crash = run_script(script, args, max_steps, time_limit_s, instrument)

@@ -42,6 +42,7 @@ def main(argv=None):
                 instrument=ranks.attach,
                 experiments_allowed=rank == 0,
                 seed=rank,
+                stretch=False,
             )
         ranks.write(report)
     except BaseException:  # the doctor's own failure on this rank: said, and the parent names the rank

@@ -55,6 +55,7 @@ def judge_all(times, folder):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--times", type=int, default=10)
+    parser.add_argument("--device", default="auto", help="make bench passes it; the stand-in stream is the CPU's")
     args = parser.parse_args(argv)
     expected = {name: passes for name, _, passes in cases()}
     runs = {}
@@ -102,6 +103,7 @@ def main(argv=None):
         "of": total,
     }
     print("wrote", write_result("timing_verdicts", payload))
+    return payload
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ results/timing_verdicts.json.
 """
 
 import argparse
+import contextlib
 import runpy
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -39,15 +41,20 @@ def cases():
     ]
 
 
+def judge(text, folder):
+    """The check's measurement of one benchmark script (labcheck.judge on it, as the check's child runs it)."""
+    script = Path(folder) / "bench.py"
+    script.write_text(text)
+    return labcheck.judge(LAB, runpy.run_path(str(script), run_name="trainlab_check"))
+
+
 def judge_all(times, folder):
     """{case: [passed, ...]} and the seconds each judgement took, `times` rounds over every case."""
-    verdicts, seconds = {}, []
+    verdicts, seconds, every = {}, [], cases()
     for _ in range(times):
-        for name, text, _ in cases():
-            script = Path(folder) / "bench.py"
-            script.write_text(text)
+        for name, text, _ in every:
             began = time.monotonic()
-            verdicts.setdefault(name, []).append(bool(labcheck.judge(LAB, runpy.run_path(str(script)))["passed"]))
+            verdicts.setdefault(name, []).append(bool(judge(text, folder)["passed"]))
             seconds.append(time.monotonic() - began)
     return verdicts, seconds
 
@@ -61,18 +68,14 @@ def main(argv=None):
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         for condition in ("as it is", "busy"):
-            load = limits.load()
-            if condition == "busy":
-                with BusyMachine():
-                    time.sleep(2)  # the loops running before the first judgement
-                    load = limits.load()
-                    verdicts, seconds = judge_all(args.times, folder)
-            else:
+            with BusyMachine() if condition == "busy" else contextlib.nullcontext():
+                time.sleep(2 if condition == "busy" else 0)  # the loops running before the first judgement
+                load = limits.load()
                 verdicts, seconds = judge_all(args.times, folder)
             runs[condition] = {
                 "load_at_start": load,
                 "verdicts": verdicts,
-                "seconds_median": sorted(seconds)[len(seconds) // 2],
+                "seconds_median": statistics.median(seconds),
             }
     rows = [
         {

@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from benchmarks import timing_verdicts
 from tests import matrix
 from trainlab import checks
 from trainlab.workbook import labs
@@ -184,19 +185,6 @@ def test_known_work_runs_on_the_stream_and_is_queued_when_the_host_calls_it():
     assert work.ran[0] >= labcheck.COLD_FACTOR * 0.01 and work.took == work.ran[1] >= 0.01  # the first is cold
 
 
-def _benchmark_lab_cases():
-    """(name, script, should pass): the benchmark lab's shipped code, solution and every corpus entry."""
-    from benchmarks.timing_verdicts import cases
-
-    return cases()
-
-
-def _judged(text, tmp_path):
-    script = tmp_path / "bench.py"
-    script.write_text(text)
-    return labcheck.judge("kernels/fake_speedup", runpy.run_path(str(script), run_name="trainlab_check"))
-
-
 SAMPLE_UNDER_LOAD = (
     "shipped",
     "solution",
@@ -211,10 +199,10 @@ def test_the_benchmark_labs_verdicts_hold_on_a_busy_machine(tmp_path):
     and the shipped code and wrong fixes of both directions (no wait, a pause) fail, with the reason."""
     from trainlab.processes.busy import BusyMachine
 
-    cases = [c for c in _benchmark_lab_cases() if c[0] in SAMPLE_UNDER_LOAD]
+    cases = [c for c in timing_verdicts.cases() if c[0] in SAMPLE_UNDER_LOAD]
     assert len(cases) == len(SAMPLE_UNDER_LOAD)
     with BusyMachine():
-        verdicts = {name: (_judged(text, tmp_path), passes) for name, text, passes in cases}
+        verdicts = {name: (timing_verdicts.judge(text, tmp_path), passes) for name, text, passes in cases}
     wrong = {name: v["summary"] for name, (v, passes) in verdicts.items() if v["passed"] != passes}
     assert not wrong, wrong
     assert "the clock was read before the work was done" in verdicts["shipped"][0]["summary"]
@@ -227,10 +215,10 @@ def test_every_benchmark_lab_entry_idle_and_under_load(tmp_path):
     (benchmarks/timing_verdicts.py does it 10 times each)."""
     from trainlab.processes.busy import BusyMachine
 
-    cases = _benchmark_lab_cases()
-    idle = {name: _judged(text, tmp_path)["passed"] for name, text, _ in cases}
+    cases = timing_verdicts.cases()
+    idle = {name: timing_verdicts.judge(text, tmp_path)["passed"] for name, text, _ in cases}
     with BusyMachine():
-        busy = {name: _judged(text, tmp_path)["passed"] for name, text, _ in cases}
+        busy = {name: timing_verdicts.judge(text, tmp_path)["passed"] for name, text, _ in cases}
     expected = {name: passes for name, _, passes in cases}
     assert idle == expected and busy == expected, {"idle": idle, "busy": busy}
 

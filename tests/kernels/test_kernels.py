@@ -175,13 +175,13 @@ def test_timing_reports_the_median_of_real_work():
 
 
 def test_known_work_runs_on_the_stream_and_is_queued_when_the_host_calls_it():
-    stream = labcheck.CountingStream()
+    stream = timing.AsyncStandIn()
     work = labcheck.KnownWork(stream, 0.01)
     work()  # on the host: queued on the stream, as calling a kernel queues it
-    assert stream.launches == 1 and not stream.on_stream()
+    assert not stream.on_stream()
     stream.launch(work)
     stream.synchronize()
-    assert stream.launches == 2 and len(work.ran) == 2  # each ran once, on the stream: none ran on the host
+    assert len(work.ran) == 2  # each ran once, on the stream (only a run on the stream is recorded)
     assert work.ran[0] >= labcheck.COLD_FACTOR * 0.01 and work.took == work.ran[1] >= 0.01  # the first is cold
 
 
@@ -205,7 +205,7 @@ def test_the_benchmark_labs_verdicts_hold_on_a_busy_machine(tmp_path):
         verdicts = {name: (timing_verdicts.judge(text, tmp_path), passes) for name, text, passes in cases}
     wrong = {name: v["summary"] for name, (v, passes) in verdicts.items() if v["passed"] != passes}
     assert not wrong, wrong
-    assert "the clock was read before the work was done" in verdicts["shipped"][0]["summary"]
+    assert "less than one run of the work takes" in verdicts["shipped"][0]["summary"]
     assert "more than a run of the work takes" in verdicts["a fixed pause before reading the clock"][0]["summary"]
 
 

@@ -49,21 +49,9 @@ def sparse_figures():
     k = idx["int32"] // 4
     links = {name: make() for name, make in scaling.LINKS.items()}
     rows = int(1e9 / (workload.EMBED_DIM * 4))
-    hierarchical = [
-        {
-            "nodes": n,
-            "ranks": 8 * n,
-            "hierarchical ms": 1e3
-            * cost.hierarchical_time(
-                rows, rows // 1000, n, 8, links["nvlink"], links["infiniband"], row=workload.EMBED_DIM
-            ),
-            "flat all-gather ms": 1e3
-            * cost.link_time("allgather", rows, rows // 1000, 8 * n, links["infiniband"], row=workload.EMBED_DIM),
-            "dense ring ms": 1e3
-            * cost.link_time("dense", rows, rows // 1000, 8 * n, links["infiniband"], row=workload.EMBED_DIM),
-        }
-        for n in (2, 4, 8, 16, 32, 64)
-    ]
+    hierarchical = cost.hierarchical_table(
+        rows, rows // 1000, 8, links["nvlink"], links["infiniband"], row=workload.EMBED_DIM
+    )
     return {
         "rows_touched": k,
         "index_bytes": idx,

@@ -165,6 +165,7 @@ def test_solution_notebook_runs_and_its_checks_pass(request):
     assert_markdown_tables_render(nb, request.module.NOTEBOOK)
     assert_slow_cells_show_progress(nb, request.module.NOTEBOOK)
     assert_comparisons_agree_with_their_numbers(nb)
+    assert_core_answer_short(nb)
     check = getattr(request.module, "check_rendered", None)  # the figures the prose states, where they are rendered
     if check:
         check(nb)
@@ -197,6 +198,28 @@ def assert_slow_cells_show_progress(nb, name):
             assert bars, (
                 f"{name}: cell {cell.get('id')} took over 10 s by default but shows no progress: {cell.source[:120]!r}"
             )
+
+
+CORE_WORDS = 450  # an interview's core answer, read aloud in two to four minutes; the follow-ups hold the depth
+CORE_END = "*Past the core: say these when the interviewer asks.*"
+
+
+def core_answer(nb):
+    """The interview answer's core as rendered: after its italic reading note, before the line that opens the
+    follow-ups (empty where the notebook has no interview answer)."""
+    shown = texts(nb, "interview-answer").strip()
+    if not shown:
+        return ""
+    assert CORE_END in shown, f"the interview answer has no line {CORE_END!r} ending its core"
+    note, _, rest = shown.partition("\n\n")
+    assert note.startswith("*Read aloud"), note[:200]
+    return rest.split(CORE_END)[0]
+
+
+def assert_core_answer_short(nb):
+    """Every core answer fits the time its reading note promises: at most CORE_WORDS words."""
+    words = len(core_answer(nb).split())
+    assert words <= CORE_WORDS, f"the core answer has {words} words, over {CORE_WORDS}: move depth to the follow-ups"
 
 
 COMPARISON = re.compile(r"\b(\d+(?:\.\d+)?)x (faster|slower|less|fewer|more|higher|lower|smaller|larger|bigger)\b")

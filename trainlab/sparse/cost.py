@@ -235,21 +235,59 @@ def rowwise_bytes(k, N, row, idx_bytes=8, val_bytes=4):
     return (N - 1) / N * k * (idx_bytes + 2 * row * val_bytes) + 2 * (N - 1) * COUNT_BYTES
 
 
-def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val_bytes=4):
-    """Projected seconds for dense inside a node, sparse across nodes (each GPU on its own network
-    rail): a dense reduce-scatter over the node's fast link leaves each GPU the node's sum of 1/per_node
-    of the rows; each GPU all-gathers that slice's non-zero rows with its counterparts in the other
-    nodes over the slow link; a dense all-gather inside the node puts the slices together. The node's
-    sum has the union of its ranks' rows, so it is denser than any one rank's gradient."""
+def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val_bytes=4, idx_bytes=8, inside="dense"):
+    """Projected seconds for a two-level sync: reduce inside each node over its fast link, sparse across
+    nodes (each GPU on its own network rail, all-gathering the non-zero rows of its 1/per_node slice with
+    its counterparts in the other nodes over the slow link), then put the slices together inside the node.
+
+    inside="dense": a dense reduce-scatter and all-gather of the whole table inside the node - the table's
+    full size whatever its density. inside="sparse": an all-to-all sends each pair to the GPU owning its
+    row range, and a sparse all-gather shares the reduced slices back - bytes that follow the rows present.
+    Pick per level by that level's density, as for a flat sync: the node's sum holds the union of its
+    ranks' rows, denser than any one rank's gradient, and the global sum denser still."""
     from trainlab.distributed.scaling import collective_s
 
-    table = D * row * val_bytes
     node_rows = union(per_node, k, D, overlap)
     across = link_time(
-        "allgather", D / per_node, max(1, int(node_rows / per_node)), nodes, slow, row=row, val_bytes=val_bytes
+        "allgather",
+        D / per_node,
+        max(1, int(node_rows / per_node)),
+        nodes,
+        slow,
+        row=row,
+        val_bytes=val_bytes,
+        idx_bytes=idx_bytes,
     )
-    return (
-        collective_s("reduce_scatter", table, per_node, fast)
-        + across
-        + collective_s("all_gather", table, per_node, fast)
-    )
+    if inside == "dense":
+        table = D * row * val_bytes
+        return (
+            collective_s("reduce_scatter", table, per_node, fast)
+            + across
+            + collective_s("all_gather", table, per_node, fast)
+        )
+    if inside != "sparse":
+        raise ValueError(f"inside={inside!r}: use 'dense' or 'sparse'")
+    pair_calls = lambda kind, rows, counts: [  # noqa: E731  (counts, then indices, then values)
+        (kind, counts * COUNT_BYTES),
+        (kind, rows * idx_bytes),
+        (kind, rows * row * val_bytes),
+    ]
+    everyone = union(nodes * per_node, k, D, overlap)  # the global sum's rows, spread over the node's slices
+    calls = pair_calls("all_to_all", k, per_node) + pair_calls("all_gather", everyone, per_node)
+    return sum(collective_s(kind, nbytes, per_node, fast) for kind, nbytes in calls) + across
+
+
+def hierarchical_table(D, k, per_node, fast, slow, nodes=(2, 4, 8, 16, 32, 64), row=1):
+    """Milliseconds per sync for each node count: the two-level sync dense inside the node, sparse inside
+    the node, and the flat sparse all-gather and dense ring over the slow link (one row per node count)."""
+    return [
+        {
+            "nodes": n,
+            "ranks": per_node * n,
+            "dense in node, ms": 1e3 * hierarchical_time(D, k, n, per_node, fast, slow, row=row),
+            "sparse in node, ms": 1e3 * hierarchical_time(D, k, n, per_node, fast, slow, row=row, inside="sparse"),
+            "flat all-gather, ms": 1e3 * link_time("allgather", D, k, per_node * n, slow, row=row),
+            "flat dense ring, ms": 1e3 * link_time("dense", D, k, per_node * n, slow, row=row),
+        }
+        for n in nodes
+    ]

@@ -72,3 +72,38 @@ def check_rendered_followups(nb):
     gb_in, gb_out = 8 * 70e9 / 64 / 1e9, 4 * 70e9 / 64 / 1e9
     ms = gb_in * 1e9 / published.link("h100-pcie").one_way * 1e3
     assert f"{gb_in:.1f} GB in and {gb_out:.1f} GB out\nper step, {ms:.0f} ms for the inbound side" in shown, shown
+    check_rendered_third_round(nb)
+
+
+def check_rendered_third_round(nb):
+    """Issue 48's corrections hold in what 02 renders: explicit prefetch's two cases, the bucket the runs really use,
+    two gathered blocks with prefetch, both assumptions of the projection named, and the follow-ups a senior
+    interviewer expects (hangs, FSDP1's FlatParameter, CPU Adam's host traffic, scaling past FSDP, LR rules)."""
+    import re
+
+    from tests.notebook_run import core_answer, texts
+
+    shown = texts(nb)
+    assert "matters only\nwhen the CPU cannot run ahead" not in shown
+    assert re.search(r"longer than the unit before it computes", "\n".join(c.source for c in nb.cells))
+    assert "`bucket_cap_mb=25` explicitly, which makes the first bucket 25 MiB" in shown
+    answer, followups = texts(nb, "interview-answer"), texts(nb, "interview-followups")
+    assert "about two gathered blocks" in answer and "one gathered block," not in answer
+    assert "overlap 0, which lowers the estimate" in answer and "which raises it" in answer
+    assert "Time, then scaling" not in core_answer(nb) and "**Sizing:**" in core_answer(nb)
+    for named in (
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL",
+        "NCCL_DEBUG=INFO",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE",
+        "py-spy dump",
+        "--nproc-per-node 2",
+        "`FlatParameter`",
+        "use_orig_params=True",
+        "reshard_after_forward=<int>",
+        "square-root",
+        "CPUAdam",
+    ):
+        assert named in followups, named
+    node_in = 8 * 2 * 4 * 70e9 / 64 / 1e9  # 8 GPUs' fp32 shards copied in twice a step: 70 GB
+    adam = 8 * 28 * 70e9 / 64 / 1e9
+    assert f"{node_in:.0f} GB of copies in per step a node, and {adam:.0f} GB read and written" in followups, followups

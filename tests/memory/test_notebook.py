@@ -44,3 +44,30 @@ def check_rendered_followups(nb):
     assert "momentum 1 - 1/M, which is 0.94 for these 16" in shown
     for key in ("v100-fp16", "t4-fp16", "a100-bf16", "tensor-core-alignment", "h100-mig"):
         assert published.get(key).cite in shown, key
+    check_rendered_third_round(nb)
+
+
+def check_rendered_third_round(nb):
+    """Issue 48's corrections hold in what 05 renders: NVSwitch's per-pair share and NVLS, MIG's missing NVLink, MFU
+    named for what it divides by and HFU beside it, selective checkpointing quoted in time, local SGD's time beside its
+    loss, and the save-time point made once."""
+    import re
+
+    from tests.notebook_run import core_answer, texts
+    from trainlab.workbook import published
+
+    answer, followups = texts(nb, "interview-answer"), texts(nb, "interview-followups")
+    per_pair = published.link("h100-nvlink").one_way / 7 / 1e9
+    assert f"each pair gets about\n{per_pair:.0f} GB/s" in followups and per_pair < 65, followups
+    assert "full NVLink rate to every other" not in answer + followups and "NVLS" in followups
+    assert "NCCL cannot span them" in followups and "NVSwitch" not in core_answer(nb)
+    assert "MFU proper divides by the datasheet's" in answer
+    hfu = re.search(r"so HFU =\s+([\d.]+)x MFU", followups)
+    assert hfu and float(hfu.group(1)) > 1.0 and "6 FLOPs per parameter per token" in followups, followups
+    assert not re.search(r"for \d+% more FLOPs", answer), "selective checkpointing quoted in FLOPs, not time"
+    assert re.search(r"activations kept, for [\d.]+x the step time", answer)
+    local = re.search(r"recovered the loss \([\d.]+\) but took (\d+) time units", answer)
+    asynchronous = re.search(r"time units against asynchrony's (\d+)\)", answer)
+    assert local and asynchronous and int(local.group(1)) > int(asynchronous.group(1)), answer
+    assert followups.count("aggregate") == 1, "the save-time point is made once"
+    assert "Utilisation of the reference loop" in texts(nb) and "**MFU of the reference loop**" not in texts(nb)

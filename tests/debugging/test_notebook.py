@@ -62,3 +62,7 @@ def check_rendered_followups(nb):
         f"{scales['Kaiming (fan_in, ReLU)']:.2f} under Kaiming" in shown
         and f"{scales['N(0, 1)']:.1e} under N(0, 1)" in shown
     )
+    healthy = next(c for c in nb.cells if "healthy_grad_norm =" in c.source)
+    assert "clip_grad_norm_(healthy.parameters()" in healthy.source  # the global norm, not a sum of per-tensor norms
+    answer = texts(nb, "interview-answer")
+    assert re.search(r"global gradient norm: [\d.e+-]+ after \d+ steps", answer) and "summed to" not in shown, answer

@@ -31,3 +31,17 @@ def check_rendered(nb):
     differed = re.search(r"differed by\s+([\d.e+-]+) on a sum of", shown)
     assert differed and float(differed.group(1)) > 0, shown
     assert published.get("tensor-core-alignment").cite in shown
+    followups = texts(nb, "interview-followups")
+    for named in (
+        "torch.cuda.nvtx.range",
+        "emit_nvtx",
+        "roofline",
+        "stall reasons",
+        "NCCL's kernels",
+        "CUBLAS_WORKSPACE_CONFIG=:4096:8",
+        "cudnn.benchmark",
+        "rank count",
+    ):
+        assert named in followups, named
+    answer = texts(nb, "interview-answer")
+    assert "because the optimizer is" not in answer and "the optimizer took" in answer, answer

@@ -200,7 +200,7 @@ def format_row(row):
     for key, value in row.items():
         if not isinstance(value, float):
             continue
-        if key in ("spread", "of copy bandwidth", "share"):
+        if key in ("spread", "of copy bandwidth", "share") or key.endswith((" share", " spread")):
             out[key] = f"{value:.0%}"
         elif key.startswith("x "):
             out[key] = f"{value:.2f}x"
@@ -260,9 +260,47 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
             opt.step()
 
         steps[name] = step
+        step()  # the gradients and the optimizer's state exist before anything is timed
+        steps[(name, "optimizer")] = opt.step  # its optimizer alone, in the same rounds: its share of the step
     timings = timing.interleaved(steps, device=device, repeats=repeats, flush=False)
     base = timings["eager (foreach AdamW)"].median
     return [
-        {"step": name, "median ms": t.median * 1e3, "spread": t.spread, "x eager": base / t.median}
+        {
+            "step": name,
+            "median ms": t.median * 1e3,
+            "spread": t.spread,
+            "min-max spread": (max(t.samples) - min(t.samples)) / t.median,
+            "x eager": base / t.median,
+            "optimizer share": timings[(name, "optimizer")].median / t.median,
+        }
         for name, t in timings.items()
+        if isinstance(name, str)
     ]
+
+
+def amdahl_bound(share):
+    """The most a step can speed up when a part taking `share` of it becomes free."""
+    return 1 / (1 - share) if share < 1 else float("inf")
+
+
+def end_to_end_reading(rows):
+    """What the end-to-end rows say, in words chosen from their numbers: the best variant's gain, read against the
+    min-max spread of both timings' repetitions (within it: no measurable difference) and against Amdahl's bound from
+    the eager step's own optimizer share (a gain above it is not the optimizer's alone)."""
+    eager, best = rows[0], max(rows[1:], key=lambda r: r["x eager"])
+    gain, bound = best["x eager"], amdahl_bound(eager["optimizer share"])
+    share = (
+        f"the optimizer took {eager['optimizer share']:.0%} of the eager step in the same run, "
+        f"so even a free one could give at most {bound:.2f}x"
+    )
+    if abs(gain - 1) <= max(best["min-max spread"], eager["min-max spread"]):
+        return (
+            f"no variant changed the whole step measurably (the best, {best['step']}, {gain:.2f}x, "
+            f"is within the timings' spread); {share}"
+        )
+    if gain > bound:
+        return (
+            f"the whole step moved {gain:.2f}x ({best['step']}), more than its optimizer can explain: {share}; "
+            "the rest is another kernel's, or noise"
+        )
+    return f"yet the whole step moved only {gain:.2f}x ({best['step']}): {share} - Amdahl's law"

@@ -289,7 +289,10 @@ def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=Fals
     if report["status"] == "ok":
         with probe.internal():
             report["tensors"] = small_tensors(namespace)
-            report["label_test"] = quick_experiments.label_test(probe.captured)
+            try:
+                report["label_test"] = quick_experiments.label_test(probe.captured)
+            except Exception as exc:  # noqa: BLE001 - a label test that cannot run is reported, not fatal
+                report["label_test_error"] = f"{type(exc).__name__}: {exc}"
             try:
                 report["accuracy"] = held_out_accuracy(namespace)
             except Exception as exc:  # noqa: BLE001 - a model the check cannot evaluate is reported, not fatal

@@ -54,20 +54,26 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     on this machine (a half-precision CNN on a CPU) gets the report's other findings within the
     limit, and the experiments it skipped named."""
     found, captured = {}, probe.captured
-    labels = quick_experiments.label_test(captured)
+    try:
+        labels = quick_experiments.label_test(captured)
+    except Exception as exc:  # noqa: BLE001 - an experiment that cannot run loses its result, not the report
+        labels, found["experiment_error"] = None, f"label test: {type(exc).__name__}: {exc}"
     if labels:
         found["labels"] = labels
     model, state, batches = captured.root, captured.init_state, captured.batches
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
         return found
+    runs, reason = quick_experiments.applies("control run", captured.targets)
+    if not runs:  # the experiments below all train with a cross-entropy over classes
+        return found | {"experiments_skipped": reason}
     if is_sharded(model):  # FSDP: a copy would need the other ranks to gather its parameters
         return found | {"experiments_skipped": "the model is sharded (FSDP): its copies cannot run on one rank"}
     inner = wrapped_module(model)
     if inner is not None:  # DistributedDataParallel: train the module it wraps
         model, state = inner, {k.removeprefix("module."): v for k, v in state.items()}
     kind = probe.optimizers[0].__class__.__name__ if probe.optimizers else "SGD"
-    targets = captured.targets[: len(batches)]
+    targets = quick_experiments.class_targets(captured.targets[: len(batches)])
     not_learning = "no-convergence" in rules.symptoms(measurements, found)
     wanted = everything or not_learning or not measurements["finite"]
     # a classifier that learns is compared with the control: far worse than a known-good loop is a bug too

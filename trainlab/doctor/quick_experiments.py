@@ -24,6 +24,52 @@ import torch
 import torch.nn.functional as F
 
 
+# What a script's targets can be, and the experiments each form admits. The experiments below train or judge with a
+# cross-entropy over classes, so they need one class per sample: class indices, or probabilities over the classes
+# (soft targets: mixup, cutmix, label smoothing, distillation), read as their most probable class where a class is
+# needed. Multi-label, regression and token-id targets skip them, and the report says why.
+TARGET_FORMS = ("class indices", "probabilities", "multi-label", "regression", "token ids")
+APPLIES_TO = {
+    "label test": ("class indices", "probabilities"),
+    "overfit one batch": ("class indices", "probabilities"),
+    "control run": ("class indices", "probabilities"),
+    "LR range test": ("class indices", "probabilities"),
+}
+
+
+def target_form(targets):
+    """Which of TARGET_FORMS a list of target tensors is (None without any): integer 1-D: class indices; integer
+    with more dimensions: token ids (one per position); float rows of 0s and 1s: multi-label; float rows that are
+    non-negative and sum to 1: probabilities; any other float: regression values."""
+    targets = [t for t in targets if isinstance(t, torch.Tensor) and t.numel()]
+    if not targets:
+        return None
+    t = targets[0]
+    if not (t.is_floating_point() or t.is_complex()):
+        return "class indices" if t.ndim == 1 and t.dtype != torch.bool else "token ids" if t.ndim >= 2 else None
+    if t.ndim != 2 or t.shape[1] < 2 or t.is_complex():
+        return "regression"
+    t = t.detach().float()
+    if bool(((t == 0) | (t == 1)).all()) and not bool((t.sum(1) == 1).all()):
+        return "multi-label"
+    if bool((t >= 0).all()) and bool(torch.allclose(t.sum(1), torch.ones(len(t)), atol=1e-3)):
+        return "probabilities"
+    return "regression"
+
+
+def applies(experiment, targets):
+    """(True, form) when the experiment can run on these targets, else (False, the reason, in words)."""
+    form = target_form(targets)
+    if form in APPLIES_TO[experiment]:
+        return True, form
+    return False, f"{experiment} skipped: the targets are {form or 'not captured'}, and it needs one class per sample"
+
+
+def class_targets(targets):
+    """The targets as class indices: indices as they are, probabilities as their most probable class."""
+    return [t.argmax(1) if t.is_floating_point() and t.ndim == 2 else t for t in targets]
+
+
 def label_association(features, targets, classes=None):
     """{accuracy, chance, stderr, samples} of 2-fold nearest-class-mean on (features, targets)."""
     x, y = torch.cat(features).float(), torch.cat(targets).long()
@@ -45,12 +91,16 @@ def label_association(features, targets, classes=None):
 
 def label_test(captured):
     """label_association on each view the probe captured ({"spectrum": ..., "pixels": ...}), the
-    best view's result with its name; None without targets or features."""
+    best view's result with its name; None without targets or features, or with targets that carry no one class
+    per sample (APPLIES_TO)."""
+    if not applies("label test", captured.targets)[0]:
+        return None
+    targets = class_targets(captured.targets)
     results = []
     for view, features in (("spectrum", captured.features), ("pixels", captured.pixels)):
         n = min(len(features), len(captured.targets))
         if n:
-            results.append(label_association(features[:n], captured.targets[:n]) | {"view": view})
+            results.append(label_association(features[:n], targets[:n]) | {"view": view})
     return max(results, key=lambda r: r["accuracy"] - r["chance"]) if results else None
 
 

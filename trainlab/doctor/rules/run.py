@@ -77,7 +77,10 @@ def compile_disabled(m, x):
 
 
 def experiments_skipped(m, x):
-    why = x.get("experiments_skipped")
+    why, error = x.get("experiments_skipped"), x.get("experiment_error")
+    if error:
+        said = f"an experiment raised and lost its result ({error})" + (f"; experiments not run: {why}" if why else "")
+        return Finding("info", "run", "experiments-skipped", said, {"why": why, "error": error}, "")
     if why:
         return Finding("info", "run", "experiments-skipped", f"experiments not run: {why}", {"why": why}, "")
 

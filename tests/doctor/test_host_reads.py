@@ -196,3 +196,49 @@ def test_the_mode_steps_aside_while_a_dataloader_builds_a_batch():
         batch = next(iter(DataLoader(Seen(), batch_size=4)))
         inside = _get_current_dispatch_mode()
     assert len(batch[0]) == 4 and Seen.modes == [None] * 4 and type(inside).__name__ == "HostReads"
+
+
+def test_host_memory_is_what_never_moved_to_the_device_nor_through_the_model():
+    """Issue 46, class 2: a language model's sampler indexes a host tensor with sampled offsets (a 0-dim tensor per
+    sample, before the batch moves) - host-side indexing, no device read, as on a GPU; from_numpy and a DataLoader's
+    batch are host memory until moved; what the model computes, and what moved, is read from the device."""
+    import numpy as np
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(32, 50))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    counted = {}
+    with Probe(max_steps=6) as probe:
+        try:
+            data = torch.tensor(np.random.default_rng(0).integers(0, 50, 1000))  # the corpus, on the host
+            numbers = torch.from_numpy(np.arange(10))
+            loader = iter(DataLoader(TensorDataset(torch.arange(64)), batch_size=8))
+            for step in range(7):
+                before = sum(probe.clock.host_reads) + probe.clock.reads
+                ix = torch.randint(0, len(data) - 5, (16,))
+                x = torch.stack([data[i : i + 4] for i in ix])  # int(i) of a host tensor, 16 times
+                y = torch.stack([data[i + 4] for i in ix])
+                (batch,) = next(loader)
+                _ = [int(v) for v in batch] + [int(v) for v in numbers[:3]]  # host values: no device read
+                counted.setdefault("host", []).append(sum(probe.clock.host_reads) + probe.clock.reads - before)
+                x, y = x.to("cpu"), y.to("cpu")  # the move to the device (spelled "cpu" on a CPU)
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                before = sum(probe.clock.host_reads) + probe.clock.reads
+                _ = loss.item(), int(y[0]), int(batch.to("cpu")[0])  # the model's output, and moved tensors
+                counted.setdefault("device", []).append(sum(probe.clock.host_reads) + probe.clock.reads - before)
+        except StopTraining:
+            pass
+    assert set(counted["host"]) == {0}, counted
+    assert set(counted["device"][1:]) == {3}, counted
+
+
+def test_an_in_place_update_from_the_device_puts_its_target_on_the_device():
+    def after_step(loss, logits, y):
+        total = torch.zeros(())  # made on the host (on a GPU: torch.zeros(..., device=device) would be needed)
+        total += (logits.argmax(1) == y).sum()  # legal on a GPU only if total is on the device
+        int(total)
+
+    assert reads_per_step(after_step)[1:] == [1] * 3

@@ -384,7 +384,12 @@ ALL = {
             question="how many host reads (device syncs) run per step?",
             evidence=("host-reads",),
             symptoms=("slow",),
-            mechanism="> {doctor[reads]} host reads of tensor values per step (info below)",
+            mechanism=(
+                "> {doctor[reads]} host reads of tensor values per step (info below). Only device values count: on a "
+                "CPU run a tensor is host memory until it moves with `.to(device)` or is computed from the model "
+                "(factories, `from_numpy`, a DataLoader's batches and what is computed from them alone stay on the "
+                "host, as on a GPU), so a sampler indexing a host tensor with sampled offsets reads nothing"
+            ),
             fields=("host_reads_per_step",),
         ),
         Cause(
@@ -631,10 +636,13 @@ ALL = {
             severities=("info",),
             mechanism=(
                 "experiments the doctor did not run: on a sharded (FSDP) model, whose copy cannot run on one "
-                "rank, or when at the script's own time per step one would not fit in what the run left of the "
-                "doctor's `--time-limit` (`--every-experiment` runs them whatever they cost)"
+                "rank; on targets an experiment cannot use (each says which forms it takes: "
+                "`quick_experiments.APPLIES_TO` - class indices and probabilities, not multi-label, regression "
+                "values or token ids); when at the script's own time per step one would not fit in what the run "
+                "left of the doctor's `--time-limit` (`--every-experiment` runs them whatever they cost); or one "
+                "that raised, whose result is lost while the rest of the report stands"
             ),
-            fields=("why",),
+            fields=("why", "error"),
         ),
         Cause(
             "compile-disabled",

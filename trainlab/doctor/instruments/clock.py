@@ -197,9 +197,11 @@ class Clock(Instrument, StepClock):
             # a per-sample pipeline is not slowed by a Python call per operation (its wait would grow)
             with clock.probe.internal(), clock.host_reads_mode.aside():
                 try:
-                    return original(iterator)
+                    batch = original(iterator)
                 finally:
                     clock.wait += time.perf_counter() - start
+            clock.host_reads_mode.mark_batch(batch)  # host memory until the script moves it
+            return batch
 
         return next_batch
 

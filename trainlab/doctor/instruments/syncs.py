@@ -9,10 +9,17 @@ size is a device value), and copies to the CPU (`_to_copy`, `copy_`; not the non
 a GPU these are exactly the operations `torch.cuda.set_sync_debug_mode("warn")` reports.
 
 On a CPU every tensor is already on the host, so the run is read as the same script on a GPU
-would run: every tensor counts as on the device except what the script copied to the host
-(`.cpu()`, which then returns a copy, as it does from a GPU) and what it computes from such copies
-alone. `.to("cpu")` is not: on a CPU run it cannot be told from `.to(device)` with a device that is
-the CPU (scripts often spell it as that string), a move to the device, not a read. `.tolist()` and
+would run, following where each tensor would live there. A tensor is host memory when it was made on
+the host and has passed neither through `.to(device)` nor through the model: what a factory made
+(`torch.tensor`, `randint`, `arange`, `zeros`, ...; on a GPU they default to the CPU), what
+`torch.from_numpy` wrapped, the batches a DataLoader hands over, what the script copied to the host
+(`.cpu()`, which then returns a copy, as it does from a GPU), and what is computed from such tensors
+alone. Everything else counts as on the device: the model's parameters and buffers once moved, its
+outputs and whatever is computed from them, and every `.to(device)` - `.to("cpu")` included, since on a
+CPU run it cannot be told from `.to(device)` with a device that is the CPU (scripts often spell it as
+that string): a move to the device, not a read. So a language model's sampler that indexes a host
+tensor with sampled offsets (a 0-dim tensor per sample, before the batch moves) makes no device reads,
+as on a GPU, while `loss.item()` does. `.tolist()` and
 `.numpy()` have no operation of their own on a CPU tensor: they are counted by wrapping them. Threads
 the script starts during the run are counted too (a dispatch mode is per thread), whatever runs in them:
 a target, a subclass's own run(), an executor's worker. Reads by the probe itself, and by torch.optim's
@@ -27,6 +34,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 import torch
@@ -99,6 +107,14 @@ def _optimizers_own_code(frame):
     return False
 
 
+def _names_a_device(args, kwargs, host):
+    """Whether a `.to(...)` call names a device: a string or torch.device, `device=`, or a tensor on the device."""
+    values = [*args, kwargs.get("device")]
+    if any(isinstance(v, (str, torch.device)) for v in values):
+        return True
+    return any(isinstance(v, torch.Tensor) and v not in host for v in args)
+
+
 def _tensors(value):
     if isinstance(value, torch.Tensor):
         yield value
@@ -114,7 +130,8 @@ class HostReads(TorchDispatchMode):
     def __init__(self, clock, host=None):
         super().__init__()
         self.clock = clock
-        # tensors the script copied to the host, and their descendants (shared with the modes of its threads)
+        # tensors in host memory: made on the host, wrapped from numpy, handed over by a DataLoader or copied to the
+        # host, and what is computed from them alone (shared with the modes of its threads)
         self.host = WeakTensorKeyDictionary() if host is None else host
 
     @property
@@ -150,12 +167,10 @@ class HostReads(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        # the fast path, every other operation: one set lookup (and, once the script has host copies, the check
-        # whether this operation makes another)
+        # the fast path, every other operation: one set lookup, and whether its output is host memory
         if func not in CANDIDATES or not (is_host_read(func, args, kwargs) and self.counting()):
             out = func(*args, **kwargs)
-            if self.has_host:
-                self._propagate(args, out)
+            self._propagate(func, args, out)
             return out
         inputs = [t for a in args for t in _tensors(a)]
         if func is aten.copy_.default or func is aten._to_copy.default or self.on_device(inputs):
@@ -165,15 +180,35 @@ class HostReads(TorchDispatchMode):
             finally:
                 self.clock.host_read(time.perf_counter() - start)
         out = func(*args, **kwargs)
-        self._propagate(args, out)
+        self._propagate(func, args, out)
         return out
 
-    def _propagate(self, args, out):
-        """An operation on host tensors alone makes host tensors."""
+    def _propagate(self, func, args, out):
+        """A factory (an operation with no tensor input; `torch.tensor`'s lift) makes host tensors, and an
+        operation on host tensors alone makes more. The model's parameters are never host: they are the device."""
         inputs = [t for a in args for t in _tensors(a)]
-        if inputs and all(t in self.host for t in inputs):
+        if not inputs or func is aten.lift_fresh.default or all(t in self.host for t in inputs):
+            self.mark_host(out)
+        elif self.has_host:  # an in-place operation with a device input: on a GPU its target is on the device
             for t in _tensors(out):
+                if any(t is i for i in inputs):
+                    self.host.pop(t, None)
+
+    def mark_host(self, value):
+        for t in _tensors(value):
+            if not isinstance(t, torch.nn.Parameter):
                 self.host[t] = True
+
+    def mark_batch(self, batch, depth=3):
+        """A DataLoader's batch (tensors in tuples, lists or mappings, as collate makes them) is host memory."""
+        if isinstance(batch, torch.Tensor):
+            self.mark_host(batch)
+        elif depth and isinstance(batch, (list, tuple)):
+            for item in batch:
+                self.mark_batch(item, depth - 1)
+        elif depth and isinstance(batch, Mapping):
+            for item in batch.values():
+                self.mark_batch(item, depth - 1)
 
     # ---------------------------------------------------------------- Python methods with no operation on a CPU
     def patches(self):
@@ -181,8 +216,33 @@ class HostReads(TorchDispatchMode):
             (torch.Tensor, "tolist", self._wrap_read),
             (torch.Tensor, "numpy", self._wrap_read),
             (torch.Tensor, "cpu", self._wrap_cpu),
+            (torch.Tensor, "to", self._wrap_to),
+            (torch, "from_numpy", self._wrap_from_numpy),
             (threading.Thread, "start", self._wrap_thread),
         ]
+
+    def _wrap_to(self, original):
+        """`.to(device)` moves a tensor to the device (on a CPU run often returning the same tensor): it is no
+        longer host memory. `.to(dtype)` alone leaves it where it is."""
+        reads = self
+
+        def to(tensor, *args, **kwargs):
+            out = original(tensor, *args, **kwargs)
+            if reads.has_host and _names_a_device(args, kwargs, reads.host):
+                reads.host.pop(out, None)
+            return out
+
+        return to
+
+    def _wrap_from_numpy(self, original):
+        reads = self
+
+        def from_numpy(array):
+            out = original(array)
+            reads.mark_host(out)
+            return out
+
+        return from_numpy
 
     def _wrap_thread(self, original):
         """A thread the script starts runs under a mode of its own, counting into the same clock: start() wraps

@@ -52,7 +52,33 @@ def test_harness_finds_elements_a_kernel_never_writes():
 
     report = validate.validate(_chain_spec(skips_last_column), gradients=False, specials=False)
     assert not report.passed
-    assert all("never written" in r.detail for r in report.failures)
+    assert all("with nothing poisoned they are numbers" in r.detail for r in report.failures), report.failures[0]
+
+
+def test_harness_tells_nan_from_the_kernels_arithmetic_from_nan_from_poisoned_memory():
+    """Issue 47, item 4: NaN the kernel computes (0/0, as a masked lane filled with 0 makes) stays NaN in an
+    unpoisoned rerun, and the verdict says so instead of blaming unwritten memory."""
+
+    def divides_zero_by_zero(x, b, s, t):
+        y = chain.reference(x, b, s, t).clone()
+        y[:, -1] = (y[:, -1] * 0) / (y[:, -1] * 0)
+        return y
+
+    report = validate.validate(_chain_spec(divides_zero_by_zero), gradients=False, specials=False)
+    assert report.failures and all("the kernel's own arithmetic" in r.detail for r in report.failures), report.failures
+
+
+def test_a_softmax_whose_masked_lanes_make_0_over_0_is_named_as_arithmetic(tmp_path):
+    """The walk's case: masked lanes filled with 0 and left out of the sum - a row of values near -1e30 then takes its
+    max (0) from the masked lanes, every exp underflows, and the kernel divides 0 by 0."""
+    script = tmp_path / "zero_sum.py"
+    source = labs.source("kernels/softmax_mask").replace("e = tl.exp(x)", "e = tl.where(mask, tl.exp(x), 0.0)")
+    script.write_text(source)
+    verdict = labcheck.judge("kernels/softmax_mask", runpy.run_path(str(script), run_name="trainlab_check"))
+    nan_rows = [
+        r for r in verdict["rows"] if r["result"] == "FAIL" and "NaN where the reference is finite" in r["detail"]
+    ]
+    assert nan_rows and all("the kernel's own arithmetic" in r["detail"] for r in nan_rows), verdict["rows"]
 
 
 def test_harness_catches_a_kernel_that_assumes_contiguous_rows():

@@ -41,3 +41,12 @@ def test_the_end_to_end_reading_is_chosen_from_the_numbers():
     assert "more than its optimizer can explain" in above and "at most 1.19x" in above, above
     within = ladder.end_to_end_reading(rows(1.15))
     assert within.startswith("yet the whole step moved only 1.15x") and "at most 1.25x" in within, within
+
+
+def test_a_rung_compared_with_eager_in_words_chosen_from_the_ratio_and_the_spread():
+    from trainlab.kernels import ladder
+
+    eager = {"median ms": 10.0, "spread": 0.05}
+    assert ladder.versus({"median ms": 5.0, "spread": 0.05}, eager, "eager") == "2.0x faster than eager"
+    assert ladder.versus({"median ms": 16.0, "spread": 0.05}, eager, "eager") == "1.6x slower than eager"
+    assert ladder.versus({"median ms": 10.3, "spread": 0.1}, eager, "eager").startswith("no faster than eager beyond")

@@ -278,6 +278,16 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     ]
 
 
+def versus(row, base_row, than):
+    """How row's time compares with base_row's, in words chosen from the ratio and both timings' spreads: a
+    machine busy with other work can make a faster rung read slower, and the words must say what was measured."""
+    ratio = base_row["median ms"] / row["median ms"]
+    noise = max(row.get("spread") or 0.0, base_row.get("spread") or 0.0)
+    if abs(ratio - 1) <= noise:
+        return f"no faster than {than} beyond the timings' spread ({ratio:.2f}x, within {noise:.0%})"
+    return f"{ratio:.1f}x faster than {than}" if ratio > 1 else f"{1 / ratio:.1f}x slower than {than}"
+
+
 def amdahl_bound(share):
     """The most a step can speed up when a part taking `share` of it becomes free."""
     return 1 / (1 - share) if share < 1 else float("inf")

@@ -11,7 +11,8 @@ reductions). The cases:
   kernel that assumes unit column stride;
 - poisoned outputs: while the kernel runs, torch.empty fills new tensors with NaN
   (torch.utils.deterministic.fill_uninitialized_memory), so an element the kernel never
-  writes is NaN where the reference is finite;
+  writes is NaN where the reference is finite; a case that shows such NaN runs again with
+  zeros instead, which tells NaN from memory (gone) from NaN the kernel computes (0/0: stays);
 - NaN and +/-Inf in the inputs must come out where the reference puts them;
 - gradients: torch.autograd.gradcheck in float64 against finite differences.
 """
@@ -122,6 +123,27 @@ def poisoned_allocations():
         deterministic.fill_uninitialized_memory = before[2]
 
 
+@contextlib.contextmanager
+def zeroed_allocations():
+    """New tensors made from Python (torch.empty & co., as kernel wrappers allocate their outputs) come filled
+    with zeros: the unpoisoned run a NaN's source is told by. (Memory a C++ extension allocates is not reached.)"""
+    originals = {name: getattr(torch, name) for name in ("empty", "empty_like", "empty_strided")}
+    new_empty = torch.Tensor.new_empty
+
+    def zeroed(make):
+        return lambda *args, **kwargs: make(*args, **kwargs).zero_()
+
+    try:
+        for name, make in originals.items():
+            setattr(torch, name, zeroed(make))
+        torch.Tensor.new_empty = zeroed(new_empty)
+        yield
+    finally:
+        for name, make in originals.items():
+            setattr(torch, name, make)
+        torch.Tensor.new_empty = new_empty
+
+
 def _map(fn, obj):
     if isinstance(obj, torch.Tensor):
         return fn(obj)
@@ -140,11 +162,14 @@ def _flat(outputs):
     return [t for o in outputs for t in _flat(o)]
 
 
-def compare(got, expected, dtype, scale=1.0):
-    """(error ratio, problem text or ''). NaN must match NaN; Inf must match Inf of the same sign."""
+def compare(got, expected, dtype, scale=1.0, clean=None):
+    """(error ratio, problem text or ''). NaN must match NaN; Inf must match Inf of the same sign. clean(), when
+    given, runs the kernel again on the same inputs with nothing poisoned (new tensors and strided inputs' gaps
+    hold zeros): NaN that stays comes from the inputs and the kernel's own arithmetic (0/0, inf - inf), NaN that
+    goes came from memory the kernel should not have read or never wrote."""
     rtol, atol = (scale * t for t in TOLERANCES[dtype])
     worst, problems = 0.0, []
-    for g, e in zip(_flat(got), _flat(expected)):
+    for k, (g, e) in enumerate(zip(_flat(got), _flat(expected))):
         if g.shape != e.shape:
             return math.inf, f"shape {tuple(g.shape)}, expected {tuple(e.shape)}"
         g, e = g.detach().double().cpu(), e.detach().double().cpu()
@@ -152,9 +177,8 @@ def compare(got, expected, dtype, scale=1.0):
         if unwritten.any():
             i = unwritten.nonzero()[0].tolist()
             problems.append(
-                f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is "
-                f"finite (first at {i}): never written, or read from outside the input (poisoned "
-                "allocations and strided inputs' gaps hold NaN)"
+                f"{int(unwritten.sum())} of {g.numel()} elements are NaN where the reference is finite "
+                f"(first at {i}): {_nan_source(unwritten, clean, k)}"
             )
         lost = torch.isnan(e) & ~torch.isnan(g)
         if lost.any():
@@ -179,11 +203,30 @@ def compare(got, expected, dtype, scale=1.0):
     return worst, "; ".join(problems)
 
 
-def _noncontiguous(x):
+def _nan_source(unwritten, clean, k):
+    """Where the NaN came from, as far as a second, unpoisoned run can tell."""
+    if clean is None:
+        return "never written, or read from outside the input (poisoned allocations and strided inputs' gaps hold NaN)"
+    try:
+        again = _flat(clean())[k].detach().double().cpu()
+    except Exception:  # noqa: BLE001 - the rerun is a diagnosis; the case already failed
+        again = None
+    if again is not None and bool(torch.isnan(again)[unwritten].all()):
+        return (
+            "the kernel's own arithmetic makes them from these inputs - they stay NaN with nothing poisoned "
+            "(as 0/0 or inf - inf do)"
+        )
+    return (
+        "never written, or read from outside the input: with nothing poisoned they are numbers, so they came "
+        "from poisoned allocations or a strided input's gaps"
+    )
+
+
+def _noncontiguous(x, fill=float("nan")):
     """The same values as a slice of a wider tensor: row stride != row length."""
     if x.dim() < 2:
         return x
-    wide = torch.full((*x.shape[:-1], x.shape[-1] + 7), float("nan"), dtype=x.dtype, device=x.device)
+    wide = torch.full((*x.shape[:-1], x.shape[-1] + 7), fill, dtype=x.dtype, device=x.device)
     wide[..., : x.shape[-1]] = x
     return wide[..., : x.shape[-1]]
 
@@ -202,7 +245,9 @@ def _with_specials(x, generator):
     return x
 
 
-def _case(spec, shape, dtype, layout="contiguous", specials=False, device="cpu"):
+def _case(spec, shape, dtype, layout="contiguous", specials=False, device="cpu", poisoned=True):
+    """(the kernel's output, the float64 reference): inputs made as `layout` and `specials` say; poisoned=False
+    runs the same inputs with zeros where a poisoned run holds NaN (zeroed_allocations, zero gaps)."""
     generator = torch.Generator().manual_seed(0)
     args = list(spec.inputs(shape, dtype, generator))  # drawn on CPU: the same values on every device
     if specials:
@@ -210,11 +255,12 @@ def _case(spec, shape, dtype, layout="contiguous", specials=False, device="cpu")
     expected = spec.reference(*_map(_float64, args))
     args = _map(lambda t: t.to(device), args)
     if layout == "strided":
-        args[0] = _noncontiguous(args[0])
+        args[0] = _noncontiguous(args[0], float("nan") if poisoned else 0.0)
     elif layout == "transposed":
         args[0] = _transposed(args[0])
     # NaN/Inf inputs make the Triton interpreter's NumPy warn; here they are the point
-    with poisoned_allocations(), numpy.errstate(invalid="ignore", divide="ignore", over="ignore"):
+    memory = poisoned_allocations() if poisoned else zeroed_allocations()
+    with memory, numpy.errstate(invalid="ignore", divide="ignore", over="ignore"):
         got = spec.run(*args)
     return got, expected
 
@@ -245,7 +291,12 @@ def validate(spec, gradients=True, specials=True, device="cpu"):
             report,
             name,
             f"{list(shape)} {str(dtype).replace('torch.', '')}",
-            lambda: compare(*_case(spec, shape, dtype, device=device, **how), dtype, spec.scale),
+            lambda: compare(
+                *_case(spec, shape, dtype, device=device, **how),
+                dtype,
+                spec.scale,
+                clean=lambda: _case(spec, shape, dtype, device=device, poisoned=False, **how)[0],
+            ),
         )
 
     for dtype in spec.dtypes:

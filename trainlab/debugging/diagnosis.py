@@ -109,11 +109,15 @@ def state(lab, causes=None, evidence=(), text=None, confirm=False):
         raise ValueError("give the evidence: the experiment(s), run on this lab, whose result shows the cause")
     diagnosis = Diagnosis(name, ids, tuple(gathered[e] for e in evidence), help_record.before(name))
     STATED.setdefault(name, []).append(diagnosis)
-    first = len(STATED[name]) == 1
-    say(
-        f"Diagnosis of `{name}` recorded{'' if first else ' (after feedback: only your first one is graded)'}: "
-        f"{', '.join(ids)}; evidence: {'; '.join(str(e) for e in diagnosis.evidence)}. "
+    first = STATED[name][0]
+    graded = (
         "It is graded when you run the lab's cell."
+        if first is diagnosis
+        else f"Not graded: your first diagnosis ({', '.join(first.causes)}) is the one graded."
+    )
+    say(
+        f"Diagnosis of `{name}` recorded: {', '.join(ids)}; evidence: "
+        f"{'; '.join(str(e) for e in diagnosis.evidence)}. {graded}"
     )
     return diagnosis
 
@@ -145,16 +149,21 @@ def grade(lab):
     # is not evidence for anything named (and citing every experiment is not an argument)
     categories = {catalogue.get(c).category for c in named}
     context = {e for e in cited - supporting if _categories(e) & categories}
-    if cited - supporting - context:
-        problems.append(
-            f"{', '.join(sorted(cited - supporting - context))} cannot show any cause you named: cite the "
-            "experiment that shows each cause, and only those"
-        )
+    unrelated = cited - supporting - context
+    # the right causes, each shown by an experiment cited, is a right diagnosis: a citation that shows none of
+    # them is a note under the grade, never its headline
+    note = (
+        f"; a note: {', '.join(sorted(unrelated))} cannot show any cause you named - cite the experiment that "
+        "shows each cause"
+        if unrelated
+        else ""
+    )
     if problems:
-        return Grade(False, "; ".join(problems), first.help_before, len(stated) - 1)
-    support = ", ".join(e.experiment for e in first.evidence if e.experiment not in context)
+        return Grade(False, "; ".join(problems) + note, first.help_before, len(stated) - 1)
+    support = ", ".join(e.experiment for e in first.evidence if e.experiment in supporting)
     also = f" (also cited, as context: {', '.join(sorted(context))})" if context else ""
-    return Grade(True, f"{', '.join(first.causes)}, supported by {support}{also}", first.help_before, len(stated) - 1)
+    message = f"{', '.join(first.causes)}, supported by {support}{also}{note}"
+    return Grade(True, message, first.help_before, len(stated) - 1)
 
 
 def _categories(experiment):
@@ -241,6 +250,9 @@ class DiagnosisForm:
             for cause, box in boxes.items():
                 box.value = cause in reading
             use.disabled = True
+            with reading_out:  # the question above is answered: say what is ticked, not "nothing is recorded"
+                reading_out.clear_output()
+                print(f"Ticked: {', '.join(reading)}. Tick the evidence below, then Submit to record it.")
 
         def send(_):
             with out:
@@ -251,6 +263,7 @@ class DiagnosisForm:
                         causes=[c for c, b in boxes.items() if b.value],
                         evidence=[e for e, b in evidence.items() if b.value],
                     )
+                    reading_out.clear_output()  # what the words read as is history once a diagnosis is recorded
                 except ValueError as exc:
                     print(f"not recorded: {exc}")
 

@@ -24,6 +24,7 @@ class MockInterview:
         self.drill = drill.new(seed)
         self.name, self.minutes = self.drill.name, minutes
         self.started, self._ticking, self._revealed = time.monotonic(), None, False
+        self._tools_at_start = investigate.TOOL_SECONDS[0]
 
     @property
     def stopped(self):
@@ -31,7 +32,10 @@ class MockInterview:
         return self.drill.exercise.passed_at
 
     def elapsed(self):
-        return (self.stopped or time.monotonic()) - self.started
+        """Seconds on the clock: since the start, less what the workbook's own runs took (the doctor's run
+        behind the brief, the checklist and the report), which the candidate only waited for."""
+        tools = investigate.TOOL_SECONDS[0] - self._tools_at_start
+        return max(0.0, (self.stopped or time.monotonic()) - self.started - tools)
 
     def _clock_text(self):
         left = self.minutes * 60 - self.elapsed()

@@ -13,6 +13,8 @@ no findings, no cause ids - concluding is the learner's job. Each result is appe
 
 import math
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,23 @@ STEPS = 60  # optimizer steps of the instrumented run: enough for every experime
 # set it lower for smoke runs)
 LOG = []  # Evidence, in the order the experiments ran in this kernel
 _RUNS = {}  # lab name -> the doctor's Report of the lab as shipped
+TOOL_SECONDS = [
+    0.0
+]  # wall seconds the workbook's own runs took in this kernel: a mock interview's clock leaves them out
+
+
+class ToolFailed(RuntimeError):
+    """The workbook's own run of a lab failed (the doctor timed out or crashed): what it would have measured is
+    not known, and the message says so."""
+
+
+@contextmanager
+def _tool_time():
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        TOOL_SECONDS[0] += time.monotonic() - start
 
 
 @dataclass(frozen=True)
@@ -81,6 +100,11 @@ def _layer_gradients(m):
         return None
     zero = max(s["zero"] for s in stats)
     dead = max(m.get("dead_relu") or [0.0])
+    if not any(s["with_grad"] for s in stats):  # "0 of 0 are zero, norm 0 -> 0" would read as a healthy nothing
+        return (
+            f"no parameter held a gradient when the {len(stats)} first steps were inspected (none was computed, "
+            f"or each was cleared before the step read it); most-dead ReLU layer outputs zero for {dead:.0%} of inputs"
+        )
     return (
         f"{zero} of {stats[0]['with_grad']} parameter gradients are exactly zero in the first steps; "
         f"global gradient norm {_f(stats[0]['norm'])} -> {_f(stats[-1]['norm'])}; "
@@ -354,8 +378,17 @@ def instrumented_run(lab):
     """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
     name = labs.resolve(lab)
     if name not in _RUNS:
-        with working(f"running {name} as shipped under the doctor's probe ({STEPS} steps, every experiment)"):
-            _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
+        with (
+            _tool_time(),
+            working(f"running {name} as shipped under the doctor's probe ({STEPS} steps, every experiment)"),
+        ):
+            try:
+                _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
+            except RuntimeError as exc:  # not cached: the next call tries again
+                raise ToolFailed(
+                    f"not measured: the doctor's run of {name} failed ({str(exc)[:300]}); nothing it would "
+                    "have measured is known - run the cell again (its time limit follows the machine's load)"
+                ) from exc
     return _RUNS[name]
 
 
@@ -380,7 +413,13 @@ def run(lab, experiment, show=True):
     """Run one experiment on the lab; show its result, log it as evidence, return the Evidence."""
     if experiment not in EXPERIMENTS:
         raise KeyError(f"no experiment {experiment!r}; choose one of: {', '.join(EXPERIMENTS)}")
-    report = instrumented_run(lab)
+    try:
+        report = instrumented_run(lab)
+    except ToolFailed as exc:  # the tool's failure is a result too: what was not measured, and why
+        evidence = Evidence(labs.resolve(lab), experiment, str(exc))
+        if show:
+            say(f"**{experiment}** on `{evidence.lab}` - {EXPERIMENTS[experiment].question}:  \n{exc}")
+        return evidence
     m = report.measurements
     result = EXPERIMENTS[experiment].read(m) if m.get("losses") is not None else None
     if not result:
@@ -396,7 +435,10 @@ def run(lab, experiment, show=True):
 def symptom(lab):
     """What an engineer would report about the lab as shipped, with the numbers of its own run
     (one line, Markdown): the symptom only, never a cause."""
-    report = instrumented_run(lab)
+    try:
+        report = instrumented_run(lab)
+    except ToolFailed as exc:
+        return f"the symptom is {exc}"
     m, kind = report.measurements, labs.get(lab).symptom
     losses = [v if isinstance(v, float) else float("nan") for v in m["losses"]]
     if report.crash:

@@ -277,7 +277,7 @@ ALL = {
             "lr-too-high",
             "optimizer",
             question="is the learning rate inside the range where the loss falls?",
-            evidence=("lr-range-test",),
+            evidence=("lr-range-test", "first-nonfinite", "update-sizes"),  # what its mechanism reads
             symptoms=("nan", "no-convergence"),
             mechanism=(
                 "the loss grows {doctor[loss_growth]}x and then a module produces inf/NaN from finite inputs; "

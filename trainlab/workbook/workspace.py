@@ -3,7 +3,8 @@
 `work/` (git-ignored) holds what a learner may open:
 - a working copy of each learner notebook of `notebooks/`, copied the first time it is seen
   (`make notebooks` and `git pull` regenerate `notebooks/`; a learner who edited those would lose
-  their work). A copy the learner never saved changes to follows the shipped notebook; an edited
+  their work). A copy whose cells the learner never changed follows the shipped notebook (opening
+  and running it, which JupyterLab saves as metadata and outputs, is not a change); an edited
   one is never overwritten: when the shipped notebook changes under it, this says so, and
   `--refresh NAME` replaces it, keeping the old one as a backup beside it;
 - `labs/<module>/<name>.py`: each broken script as a colleague would hand it over - the shipped
@@ -37,6 +38,21 @@ def _hash(data):
     return hashlib.sha256(data if isinstance(data, bytes) else data.encode()).hexdigest()[:16]
 
 
+def _content(text):
+    """A notebook's content: its cells' types and sources. Opening a notebook in JupyterLab rewrites the file
+    (metadata, outputs, execution counts) without any edit of the learner's, so copies are compared by this,
+    not by their bytes; what cannot be read as a notebook is compared by its bytes."""
+    try:
+        cells = json.loads(text).get("cells", [])
+        sources = [
+            (c.get("cell_type"), "".join(c["source"]) if isinstance(c.get("source"), list) else c.get("source"))
+            for c in cells
+        ]
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return _hash(text)
+    return _hash(json.dumps(sources))
+
+
 MADE_BY = {
     "lab": "made by `make lab`: edit it freely; `make notebooks` and `git pull` never touch it",
     "hub": "made for you by the room's hub: edit it freely; it is yours, and a newer workbook never overwrites it",
@@ -67,11 +83,15 @@ def sync(work=WORK, notebooks=paths.NOTEBOOKS, lab_names=None, made_by="lab"):
     copied, changed = [], []
     for notebook in sorted(Path(notebooks).glob("*.ipynb")):
         target, shipped = work / notebook.name, _hash(notebook.read_bytes())
-        untouched = target.exists() and manifest.get(f"{notebook.name}#copy") == _hash(target.read_bytes())
+        # untouched: the learner changed no cell (an older manifest holds the copy's bytes' hash instead)
+        untouched = target.exists() and manifest.get(f"{notebook.name}#copy") in (
+            _content(target.read_bytes()),
+            _hash(target.read_bytes()),
+        )
         if not target.exists() or (untouched and manifest.get(notebook.name) != shipped):
             text = _notice(notebook.read_text(), notebook.name, made_by)
             atomic.write_text(target, text)
-            manifest[notebook.name], manifest[f"{notebook.name}#copy"] = shipped, _hash(text)
+            manifest[notebook.name], manifest[f"{notebook.name}#copy"] = shipped, _content(text)
             copied.append(notebook.name)
         elif manifest.get(notebook.name) not in (None, shipped):
             changed.append(notebook.name)

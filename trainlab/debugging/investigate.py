@@ -28,9 +28,8 @@ STEPS = 60  # optimizer steps of the instrumented run: enough for every experime
 # set it lower for smoke runs)
 LOG = []  # Evidence, in the order the experiments ran in this kernel
 _RUNS = {}  # lab name -> the doctor's Report of the lab as shipped
-TOOL_SECONDS = [
-    0.0
-]  # wall seconds the workbook's own runs took in this kernel: a mock interview's clock leaves them out
+# wall seconds the workbook's own runs took in this kernel: a mock interview's clock leaves them out
+TOOL_SECONDS = [0.0]
 
 
 class ToolFailed(RuntimeError):
@@ -378,18 +377,23 @@ def instrumented_run(lab):
     """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
     name = labs.resolve(lab)
     if name not in _RUNS:
-        with (
-            _tool_time(),
-            working(f"running {name} as shipped under the doctor's probe ({STEPS} steps, every experiment)"),
-        ):
-            try:
-                _RUNS[name] = doctor.examine_script(labs.path(name), steps=STEPS, every_experiment=True)
-            except RuntimeError as exc:  # not cached: the next call tries again
-                raise ToolFailed(
-                    f"not measured: the doctor's run of {name} failed ({str(exc)[:300]}); nothing it would "
-                    "have measured is known - run the cell again (its time limit follows the machine's load)"
-                ) from exc
+        _RUNS[name] = _examine(labs.path(name), name, f"{name} as shipped", "every experiment")
     return _RUNS[name]
+
+
+def _examine(script, name, what, detail=None):
+    """The doctor's run behind a workbook tool, every quick experiment included: shown while it runs, counted
+    as tool time (a mock interview's clock leaves it out); a failed run raises ToolFailed, saying what was not
+    measured, and is not cached (the next call tries again)."""
+    steps = f"{STEPS} steps" + (f", {detail}" if detail else "")
+    with _tool_time(), working(f"running {what} under the doctor's probe ({steps})"):
+        try:
+            return doctor.examine_script(script, steps=STEPS, every_experiment=True)
+        except RuntimeError as exc:
+            raise ToolFailed(
+                f"not measured: the doctor's run of {name} failed ({str(exc)[:300]}); nothing it would "
+                "have measured is known - run the cell again (its time limit follows the machine's load)"
+            ) from exc
 
 
 def healthy(experiments, lab="start/warmup"):
@@ -398,8 +402,7 @@ def healthy(experiments, lab="start/warmup"):
     if ("healthy", lab) not in _RUNS:
         with tempfile.TemporaryDirectory(prefix="trainlab-healthy-") as folder:
             script = labs.write(lab, Path(folder) / "train.py", fixed=True)
-            with working(f"running a healthy script (the fixed {lab}) under the doctor's probe ({STEPS} steps)"):
-                _RUNS["healthy", lab] = doctor.examine_script(script, steps=STEPS, every_experiment=True)
+            _RUNS["healthy", lab] = _examine(script, f"the fixed {lab}", f"a healthy script (the fixed {lab})")
     m = _RUNS["healthy", lab].measurements
     rows = [
         {"experiment": e, "what it tests": EXPERIMENTS[e].question, "healthy reading": EXPERIMENTS[e].read(m)}

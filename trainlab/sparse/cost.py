@@ -247,17 +247,9 @@ def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val
     ranks' rows, denser than any one rank's gradient, and the global sum denser still."""
     from trainlab.distributed.scaling import collective_s
 
+    widths = dict(idx_bytes=idx_bytes, val_bytes=val_bytes, row=row)
     node_rows = union(per_node, k, D, overlap)
-    across = link_time(
-        "allgather",
-        D / per_node,
-        max(1, int(node_rows / per_node)),
-        nodes,
-        slow,
-        row=row,
-        val_bytes=val_bytes,
-        idx_bytes=idx_bytes,
-    )
+    across = link_time("allgather", D / per_node, max(1, int(node_rows / per_node)), nodes, slow, **widths)
     if inside == "dense":
         table = D * row * val_bytes
         return (
@@ -267,13 +259,12 @@ def hierarchical_time(D, k, nodes, per_node, fast, slow, overlap=0.0, row=1, val
         )
     if inside != "sparse":
         raise ValueError(f"inside={inside!r}: use 'dense' or 'sparse'")
-    pair_calls = lambda kind, rows, counts: [  # noqa: E731  (counts, then indices, then values)
-        (kind, counts * COUNT_BYTES),
-        (kind, rows * idx_bytes),
-        (kind, rows * row * val_bytes),
-    ]
-    everyone = union(nodes * per_node, k, D, overlap)  # the global sum's rows, spread over the node's slices
-    calls = pair_calls("all_to_all", k, per_node) + pair_calls("all_gather", everyone, per_node)
+    # the partitioned pattern's all-to-all to each row range's owner, then each GPU's slice of the global sum
+    # (the union of every rank's rows) all-gathered back: the flat patterns' own calls, over the node's GPUs
+    to_owners = link_calls("partitioned", D, k, per_node, overlap=overlap, **widths)[:3]
+    everyone = union(nodes * per_node, k, D, overlap)
+    back = link_calls("allgather", D, everyone / per_node, per_node, **widths)
+    calls = to_owners + back
     return sum(collective_s(kind, nbytes, per_node, fast) for kind, nbytes in calls) + across
 
 

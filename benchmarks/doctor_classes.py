@@ -3,11 +3,12 @@ own in tests/doctor/scripts/classes/: whether the doctor gets each right, now an
 PATH, a checkout of an earlier commit - then.
 
     python -m benchmarks.doctor_classes [--before /tmp/head] [--only model_rebuilt]
+    python -m benchmarks.doctor_classes --prefix leak_ squash_ --before /tmp/head --label issue46   # some classes
 
 A script's docstring says its class and what it is: "Healthy: ..." (passes with no finding above
 info) or "Broken (cause-id): ..." (passes when that cause is the top root cause). Each runs as a user
 runs it, `python -m trainlab.doctor --json out.json <script>` from its folder, with the doctor's
-defaults. Writes benchmarks/results/doctor_classes.json.
+defaults. Writes benchmarks/results/doctor_classes.json (all scripts), or doctor_classes_<label>.json.
 """
 
 import argparse
@@ -75,9 +76,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="a checkout of an earlier commit, scored the same way")
     parser.add_argument("--only", nargs="+", help="only these scripts (file names without .py)")
+    parser.add_argument("--prefix", nargs="+", help="only the scripts whose names start so (a class: leak_ ...)")
+    parser.add_argument("--label", help="write this selection's rows to results/doctor_classes_<label>.json")
     parser.add_argument("--device", default="cpu", help="accepted for make bench; the scripts pick their device")
     args = parser.parse_args(argv)
-    chosen = [s for s in scripts() if not args.only or s[0] in args.only]
+    chosen = [
+        s
+        for s in scripts()
+        if (not args.only or s[0] in args.only) and (not args.prefix or s[0].startswith(tuple(args.prefix)))
+    ]
     start, rows = time.perf_counter(), []
     for name, kind, cause in chosen:
         row = score(name, kind, cause, diagnose(name))
@@ -127,7 +134,9 @@ def main(argv=None):
         "before": str(args.before) if args.before else None,
         "right_before": sum(r["before_passed"] for r in rows) if args.before else None,
     }
-    if not args.only:
+    if args.label:
+        print("wrote", write_result(f"doctor_classes_{args.label}", payload))
+    elif not args.only and not args.prefix:
         print("wrote", write_result("doctor_classes", payload))
     return payload
 

@@ -111,6 +111,9 @@ NOT_LIMITS = {
         "9": (None, "|logit| the Task instrument counts as saturated (a measurement)"),
     },
     "head-wider-than-classes": {"1": (None, "the largest class index + 1: the number of classes the labels use")},
+    "loss-unbounded-below": {
+        "1": (None, "a floor for the loss's scale, so a loss that starts near 0 is compared in units")
+    },
     "learns-far-worse": {
         "16": (examine.COMPARISON_STEPS[0], "the control's steps, a setting of examine"),
         "32": (examine.COMPARISON_STEPS[1], "the same"),

@@ -3,10 +3,13 @@ and decides in microseconds, so its edges are tested here rather than through 60
 
 import math
 
+import pytest
 import torch
 
 from trainlab.doctor import rules, trend
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision
+from trainlab.doctor.rules import loss as loss_rules
+from trainlab.doctor.report import Finding
 
 
 def test_inputs_far_from_unit_scale_are_named_and_normalised_ones_are_not():
@@ -326,6 +329,11 @@ def _compared(script_acc, control_acc=0.9, learns=True, samples=128):
         "convergence": {"learning": True},
         "optimizers": [{"type": "SGD", "lr": 1e-3}],
         "task": {"why": "a cross-entropy over 8 outputs"},
+        # the symptoms' readings: a run that learns, waits for nothing and keeps no graphs
+        "finite": True,
+        "data_wait_share": 0.0,
+        "host_reads_per_step": 0,
+        "saved_growth_per_step": 0,
     }
     return m, {"control": control}
 
@@ -446,3 +454,152 @@ def test_an_optimizer_whose_gradients_are_cleared_before_its_step_is_named_while
     assert f.severity == "critical" and f.evidence["optimizer"] == "optimizer 2 (Adam)"
     m["cleared_before_step"][1]["steps_without_grads"] = 2  # one step kept its gradients: not this mechanism
     assert optimizer.zero_grad_before_step(m, {}) is None
+
+
+def _flat_run(**m):
+    """A run of 60 steps whose loss does not fall, with no measurement that explains it."""
+    convergence = {"learning": False, "steps": 60, "first_window_loss": 2.30, "last_window_loss": 2.29, "window": 10}
+    return {
+        "steps": 60,
+        "finite": True,
+        "convergence": convergence | {"slope_per_100_steps": -0.01, "noise": 0.02},
+        "data_wait_share": 0.05,
+        "host_reads_per_step": 0,
+        "saved_growth_per_step": 0,
+        "graphs_alive_after_step": [],
+        "update_ratio_median": 0.004,
+        "root_input": {"mean": 0.01, "std": 0.98},
+        "gradient_flow": {"backwards_checked": 8, "no_gradient": []},
+        **m,
+    }
+
+
+def test_a_symptom_nothing_explains_is_a_warning_with_what_was_ruled_out_and_where_to_look(monkeypatch):
+    monkeypatch.setattr(rules, "RULES", [])
+    x = {"labels": {"accuracy": 0.62, "chance": 0.1, "stderr": 0.01, "samples": 512}}
+    (said,) = rules.findings(_flat_run(), x)
+    assert (said.severity, said.cause) == ("warning", "unexplained-symptom")
+    assert "no-convergence" in said.title and "2.300 -> 2.290" in said.title
+    assert "label test" in said.evidence["ruled_out"] and "every parameter" in said.evidence["ruled_out"]
+    assert "augment" in said.suggestion and "permute" in said.suggestion
+    # an info finding that may still be it is named with it: both readings of what intent cannot tell
+    frozen = Finding("info", "model", "parameters-get-no-gradient", "2 of 8 parameter tensors never get a gradient")
+    monkeypatch.setattr(rules, "RULES", [lambda m, x: frozen])
+    found = rules.findings(_flat_run(), x)
+    assert "parameters-get-no-gradient" in found[-1].evidence["may_still_be"]
+
+
+def test_a_symptom_a_finding_explains_and_a_run_that_learns_draw_no_such_warning(monkeypatch):
+    cause = Finding("critical", "optimizer", "missing-zero-grad", "gradients accumulate")
+    monkeypatch.setattr(rules, "RULES", [lambda m, x: cause])
+    assert [f.cause for f in rules.findings(_flat_run(), {})] == ["missing-zero-grad"]
+    monkeypatch.setattr(rules, "RULES", [])
+    learning = _flat_run(convergence={"learning": True})
+    assert rules.findings(learning, {}) == []
+    # a slow run has its own fallback measured against its own work (slow-step): many host reads alone are not it
+    assert rules.findings(learning | {"host_reads_per_step": 40}, {}) == []
+
+
+@pytest.mark.parametrize(
+    "head, squash",
+    [
+        (lambda z: torch.tanh(z), "tanh"),
+        (lambda z: torch.sigmoid(z).view(-1, 8) / 0.5, "sigmoid"),  # through a view and a temperature
+        (lambda z: z.clamp(-1, 1), "clamp"),
+        (lambda z: z / 2.0, None),  # a temperature alone bounds nothing
+        (lambda z: torch.log_softmax(z, 1), None),  # log-probabilities are what nll_loss expects
+    ],
+)
+def test_the_function_between_the_last_layer_and_the_loss_is_read_from_the_graph(head, squash):
+    from trainlab.doctor.instruments.losses import squashing_before
+
+    layer = torch.nn.Linear(4, 8)
+    assert squashing_before(head(layer(torch.randn(5, 4)))) == squash
+
+
+def test_squashed_logits_are_named_when_most_calls_have_them():
+    seen = {"calls": 16, "squashed": {"tanh": 16}}
+    found = model.squashed_logits({"squashed_logits": seen, "convergence": {"learning": True}}, {})
+    assert found.severity == "warning" and "tanh" in found.title
+    not_learning = {"squashed_logits": seen, "convergence": {"learning": False}}
+    assert model.squashed_logits(not_learning, {}).severity == "critical"
+    some = {"squashed_logits": {"calls": 16, "squashed": {"sigmoid": 3}}, "convergence": {"learning": True}}
+    assert model.squashed_logits(some, {}) is None
+
+
+def test_regularisation_that_destroys_the_signal_is_named_instead_of_the_learning_rate():
+    stuck = {
+        "steps": 60,
+        "convergence": {"learning": False},
+        "update_ratio_median": 0.2,
+        "update_ratios": {"0.weight": 0.2, "3.weight": 0.25},
+        "update_ratio_steps": 20,
+        "update_ratio_first": 0.2,
+        "lr": [0.02],
+        "task": {"kind": "classification", "classes": 10, "label_smoothing": 0.0},
+        "stale_grads": [],
+        "clip_ratios": [],
+    }
+    assert optimizer.update_sizes(stuck | {"dropout_max": 0.5}, {}).cause == "lr-too-high"  # nothing else to blame
+    dropped = stuck | {"dropout_max": 0.9}
+    assert optimizer.update_sizes(dropped, {}).cause == "update-sizes"
+    said = model.regularisation_too_strong(dropped, {})
+    assert said.severity == "critical" and "90%" in said.title
+    smoothed = stuck | {"dropout_max": 0.0, "task": stuck["task"] | {"label_smoothing": 0.95}}
+    assert "label smoothing 0.95" in model.regularisation_too_strong(smoothed, {}).title
+    usual = stuck | {"dropout_max": 0.5, "task": stuck["task"] | {"label_smoothing": 0.2}}
+    assert model.regularisation_too_strong(usual, {}) is None  # the healthy class script's settings
+    learning = dropped | {"convergence": {"learning": True}}
+    assert model.regularisation_too_strong(learning, {}).severity == "warning"  # the setting itself is measured
+
+
+def test_units_that_start_identical_are_symmetric_whether_constant_or_one_row_repeated():
+    m = {"init_weight_std": {"0.weight": 0.1, "2.weight": 0.1}, "init_identical_rows": ["0.weight"], "dead_relu": []}
+    said = model.bad_initialisation(m, {})
+    assert said.cause == "zero-initialisation" and "every row the same vector" in said.title
+    assert model.bad_initialisation(m | {"init_identical_rows": []}, {}) is None
+
+
+def test_a_regression_loss_whose_inputs_broadcast_is_named_with_the_shapes():
+    from trainlab.doctor.probe import Probe
+
+    model_ = torch.nn.Linear(3, 1)
+    with Probe(max_steps=5) as probe:
+        for _ in range(3):
+            x, y = torch.randn(8, 3), torch.randn(8)
+            with pytest.warns(UserWarning):  # PyTorch only warns
+                loss = torch.nn.functional.mse_loss(model_(x), y)
+            loss.backward()
+    seen = probe.summary()["loss_broadcasts"]
+    assert len(seen) == 3 and seen[0]["compared"] == [8, 8]
+    said = loss_rules.loss_inputs_broadcast({"loss_broadcasts": seen}, {})
+    assert said.severity == "critical" and "(8, 1)" in said.title and "(8,)" in said.title
+    assert loss_rules.loss_inputs_broadcast({"loss_broadcasts": []}, {}) is None
+
+
+def test_a_loss_that_runs_to_minus_infinity_is_told_from_one_that_settles_below_zero():
+    running = [1.0 - 0.5 * i * i / 10 for i in range(100)]  # falling faster and faster
+    said = loss_rules.loss_unbounded_below({"losses": running}, {})
+    assert said.cause == "loss-unbounded-below" and "minus infinity" in said.title
+    settles = [1.0 - 3 * (1 - math.exp(-i / 10)) for i in range(100)]  # a Gaussian likelihood: settles near -2
+    assert loss_rules.loss_unbounded_below({"losses": settles}, {}) is None
+    assert loss_rules.loss_unbounded_below({"losses": [2.3 - 0.01 * i for i in range(100)]}, {}) is None
+
+
+def test_a_flat_loss_the_control_could_not_move_on_a_model_that_memorises_is_too_early_to_call(monkeypatch):
+    monkeypatch.setattr(rules, "RULES", [])
+    control = {"learns": False, "held_out_acc_before": 0.11, "held_out_acc_after": 0.13, "steps": 64}
+    early = {"control": control, "overfit": [2.3, 1.4]}
+    (said,) = rules.findings(_flat_run(), early)
+    assert said.severity == "info" and "too early to call" in said.title
+    (said,) = rules.findings(_flat_run(), early | {"control": control | {"learns": True}})
+    assert said.severity == "warning"  # the known-good loop learns on the same model and batches: the loop is at fault
+    (said,) = rules.findings(_flat_run(), early | {"overfit": [2.3, 2.2]})
+    assert said.severity == "warning"  # and a model that cannot memorise a batch is no early run either
+    (said,) = rules.findings(_flat_run(steps=200), early)
+    assert said.severity == "warning"  # three times the control's steps and still flat: no longer early
+    skipped = {"experiments_skipped": "overfit one batch (~51 s): at 1024 ms a step, more than the 0 s left"}
+    (said,) = rules.findings(_flat_run(steps=79), skipped)
+    assert said.severity == "info" and "run it longer" in said.title  # a slow machine's short run: nothing to place it
+    (said,) = rules.findings(_flat_run(steps=200), skipped)
+    assert said.severity == "warning"

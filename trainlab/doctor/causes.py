@@ -73,7 +73,10 @@ ALL = {
             question="is the model's input near zero mean and unit variance?",
             evidence=("input-stats",),
             symptoms=("no-convergence",),
-            mechanism="mean or std of the root module's input beyond {doctor[abs_mean]:g}",
+            mechanism=(
+                "mean or std of the root module's input beyond {doctor[abs_mean]:g}, or a std under "
+                "{doctor[std_below]:g} (inputs scaled twice)"
+            ),
             fields=("input_mean", "input_std", "input_max"),
         ),
         Cause(
@@ -116,13 +119,37 @@ ALL = {
             fields=("batches_checked", "distinct_batches"),
         ),
         Cause(
+            "target-leakage",
+            "data",
+            symptoms=(),  # a loss too good to be true is no symptom a user reports: it looks like success
+            mechanism=(
+                "a language model's input holds what it is asked to predict: its targets equal the input token at "
+                "their own position in {doctor[same_share]:share|} the positions or more (the window was not "
+                "shifted), or, trained on next tokens, its outputs before a position move when the token at that "
+                "position is changed (the causality probe: more than {doctor[moved_ratio]:g} of the change where "
+                "the token may act; no causal mask, a bidirectional layer, a convolution padded on both sides); "
+                "a warning when only the loss is too good to be true: within the first {doctor[early_steps]} steps "
+                "below {doctor[below_bigram]:share|} the text's bigram entropy (what reading one token back allows)"
+            ),
+            fields=(
+                "targets_equal_inputs",
+                "targets_equal_next_inputs",
+                "earlier_outputs_moved",
+                "early_loss",
+                "bigram_entropy",
+            ),
+        ),
+        Cause(
             "zero-initialisation",
             "model",
             question="do the weights start different from each other?",
             evidence=("init-stats", "layer-gradients"),
             symptoms=("no-convergence",),
-            mechanism="at least {doctor[constant_share]:share|} the weight tensors have std 0 at the first forward",
-            fields=("constant_weight_tensors", "weight_tensors", "dead_relu_share"),
+            mechanism=(
+                "at least {doctor[constant_share]:share|} the weight tensors start with identical units at the first "
+                "forward: std 0, or every row (output unit) the same vector"
+            ),
+            fields=("constant_weight_tensors", "identical_row_tensors", "weight_tensors", "dead_relu_share"),
         ),
         Cause(
             "dead-units",
@@ -539,6 +566,52 @@ ALL = {
             fields=("calls_nonnegative", "calls_checked"),
         ),
         Cause(
+            "regularisation-too-strong",
+            "model",
+            symptoms=("no-convergence",),
+            severities=("critical", "warning"),
+            mechanism=(
+                "a training forward's dropout drops {doctor[dropout]:.0%} of the "
+                "activations or more, or cross_entropy's label smoothing leaves the true class under "
+                "{doctor[true_over_wrong]:g}x any other class's share of the target (critical when the run does not "
+                "learn); the update-size rule does not name the learning rate then"
+            ),
+            fields=("dropout_max", "label_smoothing", "update_ratio_median"),
+        ),
+        Cause(
+            "loss-inputs-broadcast",
+            "loss",
+            symptoms=("no-convergence",),
+            severities=("critical",),
+            mechanism=(
+                "an elementwise regression loss (mse, l1, smooth l1, huber) handed an input and a target "
+                "of different shapes that broadcast to a bigger one, in a training call"
+            ),
+            fields=("loss", "input_shape", "target_shape", "calls"),
+        ),
+        Cause(
+            "loss-unbounded-below",
+            "loss",
+            symptoms=("no-convergence", "nan"),
+            severities=("critical",),
+            mechanism=(
+                "the median loss of the last tenth of the steps below -{doctor[below_start]:g}x the first tenth's "
+                "magnitude (at least 1), and below the tenth before it by {doctor[still_falling]:g}x: still falling"
+            ),
+            fields=("loss_first", "loss_last", "steps"),
+        ),
+        Cause(
+            "squashed-logits",
+            "model",
+            symptoms=("no-convergence",),
+            mechanism=(
+                "the autograd graph of what cross_entropy, nll_loss or binary_cross_entropy_with_logits are handed, "
+                "walked back to the last layer through views and scalings: a tanh, sigmoid, hardtanh or clamp in "
+                "{doctor[call_share]:share|} the training calls read or more (≥ {doctor[min_calls]})"
+            ),
+            fields=("squashing", "calls_squashed", "calls_checked"),
+        ),
+        Cause(
             "softmax-wrong-axis",
             "loss",
             question="over which axis are the scores normalised before the loss?",
@@ -643,6 +716,22 @@ ALL = {
                 "that raised, whose result is lost while the rest of the report stands"
             ),
             fields=("why", "error"),
+        ),
+        Cause(
+            "unexplained-symptom",
+            "run",
+            symptoms=(),  # whichever symptom it reports
+            severities=("warning", "info"),
+            mechanism=(
+                "a symptom the run shows (not learning, a non-finite loss, memory that grows) that no finding above "
+                "info explains: the symptom's numbers, the measurements that came out clean, the info findings "
+                "that may still be it, and what the doctor does not measure, to look at next; info when the run "
+                "only does not learn yet, in {doctor[early_steps]} steps or fewer, with nothing to place it: the "
+                "control did not learn either while the model memorises a batch (one-batch loss under "
+                "{doctor[memorised_share]:share|} its start), or the experiments did not fit in the time limit - "
+                "too early to call"
+            ),
+            fields=("symptoms", "ruled_out", "may_still_be"),
         ),
         Cause(
             "compile-disabled",
@@ -779,7 +868,7 @@ _LIMITS = {
     # the doctor knows no data set: only inputs far off (pixel values) are an alarm, so scaling to [0, 1]
     # stays silent; the check compares with the solution's input, normalised by the data's own statistics
     "inputs-not-normalised": {
-        "doctor": {"abs_mean": 5.0, "std_above": 5.0},
+        "doctor": {"abs_mean": 5.0, "std_above": 5.0, "std_below": 0.01},  # ... or a std this tiny (scaled twice)
         "check": {
             "abs_mean": 1.0,
             "std_below": 0.2,
@@ -804,6 +893,15 @@ _LIMITS = {
     "same-batch-every-step": {
         "doctor": {"distinct_share": 0.5},  # distinct batches under this share of the steps
         "check": {"distinct_share": 0.5},
+    },
+    "target-leakage": {
+        "doctor": {
+            "same_share": 0.9,  # of the targets equal to the input token at their own position
+            "next_share": 0.5,  # ... at the next position, at least: next-token targets, so the causality probe runs
+            "moved_ratio": 0.001,  # an earlier output's change over the change at and after the changed token
+            "early_steps": 48,  # the steps whose loss is compared with the bigram entropy
+            "below_bigram": 0.5,  # a loss under this share of the bigram entropy that early is too good
+        }
     },
     # model
     "zero-initialisation": {
@@ -844,6 +942,25 @@ _LIMITS = {
     # loss
     # the check compares the loss's gradient at the logits with the solution's (the doctor has no solution)
     "softmax-before-cross-entropy": {"check": {"logit_gradient_cosine": 0.95}},
+    "unexplained-symptom": {
+        "doctor": {
+            "memorised_share": 0.75,  # overfit-one-batch's last loss under this share of its first: it memorises
+            "early_steps": 128,  # a run of at most this many steps (twice the control run's) is early to call
+        }
+    },
+    "regularisation-too-strong": {
+        "doctor": {
+            "dropout": 0.8,  # of the activations dropped, at least: most of the signal
+            "true_over_wrong": 3,  # a smoothed target's true class under this many times a wrong class's share
+        }
+    },
+    "loss-unbounded-below": {
+        "doctor": {
+            "below_start": 10,  # the last tenth's median loss below minus this many times the first's magnitude
+            "still_falling": 1,  # ... and below the tenth before it by this many times that magnitude
+        }
+    },
+    "squashed-logits": {"doctor": {"call_share": 0.9, "min_calls": 3}},  # of the calls read, at least
     "softmax-wrong-axis": {
         "doctor": {
             "call_share": 0.5,  # of the loss calls normalised over the batch

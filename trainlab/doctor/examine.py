@@ -12,7 +12,7 @@ import traceback
 
 import torch
 
-from trainlab.doctor import quick_experiments, rules, trend
+from trainlab.doctor import causes, quick_experiments, rules, trend
 from trainlab.doctor.execute import execute
 from trainlab.doctor.probe import Probe, is_sharded, wrapped_module
 from trainlab.doctor.report import Finding, Report, rank
@@ -60,6 +60,7 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
         labels, found["experiment_error"] = None, f"label test: {type(exc).__name__}: {exc}"
     if labels:
         found["labels"] = labels
+    found |= _causality(captured, measurements.get("task") or {})
     model, state, batches = captured.root, captured.init_state, captured.batches
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
@@ -122,6 +123,24 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     return found
 
 
+def _causality(captured, task):
+    """{"causality": the probe's result} for a language model trained on next tokens (a masked or copying model
+    sees every position by design), {} where it does not apply, an experiment_error when it raised."""
+    aligned, model = task.get("targets_vs_inputs"), captured.root
+    least = causes.limit("target-leakage", "doctor")
+    if task.get("kind") != "language-model" or not aligned or aligned["next"] < least["next_share"]:
+        return {}
+    if model is None or captured.token_call is None or is_sharded(model):
+        return {}
+    try:
+        probed = quick_experiments.causality_probe(
+            wrapped_module(model) or model, captured.token_call, aligned["time_axis"], task["vocabulary"]
+        )
+    except Exception as exc:  # noqa: BLE001 - an experiment that cannot run loses its result, not the report
+        return {"experiment_error": f"causality probe: {type(exc).__name__}: {exc}"}
+    return {"causality": probed} if probed else {}
+
+
 def _beyond_comparison(model, batches, targets, held=2):
     """Whether the script's model already scores so well on the control's held-out batches that no
     control could beat it by FAR_WORSE_GAP: then the control's steps are not spent."""
@@ -162,7 +181,7 @@ def diagnose_here(
         )
     left = max(0.0, time_limit_s - (time.perf_counter() - start))  # the experiments fit in the time limit too
     x = run_quick_experiments(probe, m, every_experiment, budget_s=left) if experiments_allowed else {}
-    found = rules.findings(m, x)
+    found = rules.findings(m, x, whole_run=experiments_allowed)
     symptoms = rules.symptoms(m, x) + (["crash"] if crash else [])
     m["experiments"] = {k: v for k, v in x.items() if k != "lr_range"}
     m["lr_range"] = x.get("lr_range")

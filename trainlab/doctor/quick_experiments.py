@@ -307,3 +307,52 @@ def held_out_score(model, x, y):
         logits = model(x).float()
     model.train(was_training)
     return float(F.cross_entropy(logits, y)), float((logits.argmax(1) == y).float().mean())
+
+
+def causality_probe(model, call, time_axis, vocabulary):
+    """Does the model see the future? Its first training call replayed twice in eval mode with no gradients, the
+    second time with the token at the middle position p changed: a language model predicting the next token must
+    give the same outputs at every position before p (the output at p - 1 predicts token p itself). {"position": p,
+    "earlier_change": the largest change of an output before p, "later_change": ... at p or after (what the
+    changed token does where it may act)}; None when the call has no token input or its outputs do not line up
+    with the positions."""
+    index = next((i for i, a in enumerate(call) if isinstance(a, torch.Tensor) and a.ndim == 2), None)
+    if index is None or call[index].is_floating_point():
+        return None
+    x = call[index]
+    p = x.shape[time_axis] // 2
+    changed = x.clone()
+    changed.select(time_axis, p).copy_((x.select(time_axis, p) + 1) % vocabulary)
+    was_training = model.training
+    model.eval()  # dropout off: only the token differs between the two calls
+    try:
+        with torch.no_grad():
+            before = _per_position(model(*call), x)
+            after = _per_position(model(*call[:index], changed, *call[index + 1 :]), x)
+    finally:
+        model.train(was_training)
+    if before is None or after is None:
+        return None
+    moved = (after.float() - before.float()).abs()
+    earlier, later = moved.narrow(time_axis, 0, p), moved.narrow(time_axis, p, moved.shape[time_axis] - p)
+    return {"position": p, "earlier_change": float(earlier.max()), "later_change": float(later.max())}
+
+
+def _per_position(output, tokens):
+    """The first floating tensor of a model's output (a tensor, a tuple or dict of them, an object with .logits)
+    as (*tokens.shape, features): (batch, time, ...), flattened (batch * time, ...) or (batch, classes, time)."""
+    if hasattr(output, "logits"):
+        output = output.logits
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (tuple, list)):
+        output = next((o for o in output if isinstance(o, torch.Tensor) and o.is_floating_point()), None)
+    if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.ndim < 2:
+        return None
+    if tuple(output.shape[:2]) == tuple(tokens.shape):
+        return output.reshape(*tokens.shape, -1)
+    if output.shape[0] == tokens.numel():
+        return output.reshape(*tokens.shape, -1)
+    if output.ndim == 3 and output.shape[0] == tokens.shape[0] and output.shape[2] == tokens.shape[1]:
+        return output.transpose(1, 2)
+    return None

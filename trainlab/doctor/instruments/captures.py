@@ -13,6 +13,7 @@ from trainlab.doctor.instruments.task import uses_chance
 
 TOKEN_DTYPES = (torch.int32, torch.int64)  # token ids; uint8 is an image's
 KEEP_BATCHES = 17  # whole batches kept for experiments (16 to train the control run on, 1 held out)
+TOKEN_INPUTS = 8  # token-id batches kept on the host: the bigram statistics of what a language model reads
 RECENT_MODULES = 4  # modules called outermost to train that a rebuilt model is looked for among
 
 
@@ -21,6 +22,7 @@ class Captures(Instrument):
     PROVIDES = (
         "root_input",
         "init_weight_std",
+        "init_identical_rows",
         "batch_size",
         "classes_per_batch",
         "single_class_batches",
@@ -39,6 +41,7 @@ class Captures(Instrument):
         self.root = None  # the model: the outermost module called with parameters (kept alive)
         self.root_input = None  # statistics of its first input
         self.init_weights = {}  # weight-tensor name -> std at the first call
+        self.identical_rows = []  # weight tensors whose output units (rows) all start the same: symmetric units
         self.init_state = None  # a copy of its state dict at the first call
         self.param_names = {}  # id(parameter) -> its name in the model (module path)
         self.features = []  # label-test features of the first CAPTURE_STEPS batches (spectra)
@@ -46,6 +49,9 @@ class Captures(Instrument):
         self.targets = []  # their targets (the loss functions hand them over)
         self.batches = []  # the first KEEP_BATCHES whole inputs (paired with targets)
         self.token_batches = []  # hashes of the first KEEP_BATCHES token-id inputs
+        self.token_inputs = []  # ... and the first TOKEN_INPUTS of them, on the host (the text's bigram entropy)
+        self.token_call = None  # the first training call's arguments with a token input, copied (the causality probe)
+        self.last_tokens = None  # the latest training call's token input (its loss's targets are compared with it)
         self.token_ids = None  # the model reads integer ids: 1 + the largest in its first input
         self.root_trained = False  # the model was called with gradients enabled
         self._trained = []  # the last few modules called outermost with gradients enabled
@@ -97,6 +103,7 @@ class Captures(Instrument):
         self.root, self.root_trained = module, False
         self.root_input, self.token_ids = None, None
         self.features, self.pixels, self.targets, self.batches, self.token_batches = [], [], [], [], []
+        self.token_inputs, self.token_call, self.last_tokens = [], None, None
         self.param_names = {id(p): n for n, p in module.named_parameters()}
         x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
         with self.probe.internal(), torch.no_grad():
@@ -107,6 +114,13 @@ class Captures(Instrument):
                     for n, p in module.named_parameters()
                     if p.ndim > 1
                 }
+                self.identical_rows = [
+                    n
+                    for n, p in module.named_parameters()
+                    if p.ndim > 1
+                    and p.shape[0] > 1
+                    and bool((p.detach().flatten(1) == p.detach().flatten(1)[:1]).all())
+                ]
                 self.init_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
             elif not x.is_complex() and x.dtype != torch.bool and x.numel():
                 self.token_ids = int(x.max()) + 1  # integer inputs: token ids (a vocabulary at least this big)
@@ -115,17 +129,22 @@ class Captures(Instrument):
         probe = self.probe
         if module is self.root and torch.is_grad_enabled() and len(self.batches) < KEEP_BATCHES:
             x = next((t for t in inputs if isinstance(t, torch.Tensor)), None)
-            if (
-                x is not None
-                and x.dtype in TOKEN_DTYPES
-                and x.ndim == 2
-                and x.shape[0] > 1
-                and len(self.token_batches) < KEEP_BATCHES
-            ):
-                # token ids (a language model's (batch, time) batch): a hash of the whole batch tells repeated
-                # batches apart (a prefix would not: padding, a shared prompt)
+            tokens = x is not None and x.dtype in TOKEN_DTYPES and x.ndim == 2 and x.shape[0] > 1
+            if tokens:
+                # token ids (a language model's (batch, time) batch, or (time, batch)): its loss's targets are
+                # compared with it (task.py), and the first few are kept
+                self.last_tokens = x
+            if tokens and len(self.token_batches) < KEEP_BATCHES:
+                # a hash of the whole batch tells repeated batches apart (a prefix would not: padding, a shared
+                # prompt)
                 with probe.internal():
                     self.token_batches.append(hash(x.detach().cpu().numpy().tobytes()))
+                    if len(self.token_inputs) < TOKEN_INPUTS:
+                        self.token_inputs.append(x.detach().cpu().clone())
+                    if self.token_call is None:
+                        self.token_call = tuple(
+                            a.detach().clone() if isinstance(a, torch.Tensor) else a for a in inputs
+                        )
             if x is not None and x.is_floating_point() and x.ndim >= 2:
                 with probe.internal(), torch.no_grad():
                     if x.ndim == 4 and min(x.shape[2:]) >= 4:  # images (a GAN's 1x1 noise has no spectrum)
@@ -147,6 +166,7 @@ class Captures(Instrument):
         return {
             "root_input": self.root_input,
             "init_weight_std": self.init_weights,
+            "init_identical_rows": self.identical_rows,
             "batch_size": outputs[0]["shape"][0] if outputs and outputs[0].get("shape") else None,
             "classes_per_batch": min((len(set(t.tolist())) for t in targets), default=None),
             "single_class_batches": single,

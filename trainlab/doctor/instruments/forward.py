@@ -6,6 +6,7 @@ and whenever the loss blows up)."""
 import math
 
 import torch
+import torch.nn.functional as F
 
 from trainlab.doctor.instruments.base import Instrument
 from trainlab.doctor.instruments.captures import stats
@@ -14,7 +15,7 @@ from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
 class ForwardStats(Instrument):
     attribute = "forward_stats"  # probe.forward_stats
-    PROVIDES = ("root_outputs", "output_dtypes", "dead_relu", "first_nonfinite", "root_finite")
+    PROVIDES = ("root_outputs", "output_dtypes", "dead_relu", "first_nonfinite", "root_finite", "dropout_max")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -25,6 +26,22 @@ class ForwardStats(Instrument):
         self.root_finite = []  # per step: was the model's output finite?
         self.used_params = {}  # id -> parameter the forward pass used
         self.used_without_grad = {}  # id -> parameter used under no_grad inside a training forward
+        self.dropout_max = 0.0  # the largest share of activations a dropout drops in a training forward
+
+    def patches(self):
+        # nn.Dropout* call these; a forward that calls them itself is seen too
+        names = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+        return [(F, name, self._wrap_dropout) for name in names if hasattr(F, name)]
+
+    def _wrap_dropout(self, original):
+        stats = self
+
+        def dropout(input, p=0.5, training=True, *args, **kwargs):
+            if training and torch.is_grad_enabled() and isinstance(p, (int, float)):
+                stats.dropout_max = max(stats.dropout_max, float(p))
+            return original(input, p, training, *args, **kwargs)
+
+        return dropout
 
     def forward_end(self, module, inputs, output, is_root):
         probe = self.probe
@@ -89,4 +106,5 @@ class ForwardStats(Instrument):
             "dead_relu": [sum(v) / len(v) for v in self.dead_relu.values()],
             "first_nonfinite": self.first_nonfinite,
             "root_finite": self.root_finite,
+            "dropout_max": self.dropout_max,
         }

@@ -24,6 +24,7 @@ class Losses(Instrument):
         "probabilities_into_loss",
         "logit_gradient",
         "loss_inputs",
+        "squashed_logits",
     )
 
     def __init__(self, probe):
@@ -36,6 +37,8 @@ class Losses(Instrument):
             0  # training calls read (_read_scores)
         )
         self.nonfinite_in_a_row = 0
+        self.logit_losses_read = 0  # training calls of a loss that expects logits whose input's graph was read
+        self.squashed = {}  # ... the squashing function found between the last layer and the loss -> calls
         self.logit_gradient = None  # d loss / d logits of the first training step, flattened (checks only)
         self._logits_hook = None
 
@@ -60,7 +63,34 @@ class Losses(Instrument):
             self.logit_gradient = grad.detach().float().flatten().tolist()
 
     def patches(self):
-        return [(F, "cross_entropy", self._wrap_loss), (F, "nll_loss", self._wrap_loss)]
+        return [
+            (F, "cross_entropy", self._wrap_loss),
+            (F, "nll_loss", self._wrap_loss),
+            (F, "binary_cross_entropy_with_logits", self._wrap_logits_loss),
+        ]
+
+    def _wrap_logits_loss(self, original):
+        losses = self
+
+        def loss(input, target, *args, **kwargs):
+            losses._read_squashing(input)
+            return original(input, target, *args, **kwargs)
+
+        return loss
+
+    def _read_squashing(self, input):
+        """For the first training calls of a loss that expects logits (cross_entropy, nll_loss,
+        binary_cross_entropy_with_logits): the squashing function, if any, between the last layer and the loss."""
+        if (
+            torch.is_grad_enabled()
+            and self.probe.progress() < CAPTURE_STEPS
+            and isinstance(input, torch.Tensor)
+            and input.grad_fn is not None
+        ):
+            self.logit_losses_read += 1
+            squash = squashing_before(input)
+            if squash:
+                self.squashed[squash] = self.squashed.get(squash, 0) + 1
 
     def backward_start(self, tensor, inspect):
         probe = self.probe
@@ -77,6 +107,7 @@ class Losses(Instrument):
         probe = self.probe
 
         def loss(input, target, *args, **kwargs):
+            losses._read_squashing(input)
             # training targets only: a validation pass (no_grad, as Lightning's sanity check runs before
             # training) would pair its targets with the training inputs the captures keep
             training = torch.is_grad_enabled()
@@ -137,4 +168,52 @@ class Losses(Instrument):
             "batch_acc": self.batch_accs or [float(a) for a in self.batch_acc_tensors],
             "probabilities_into_loss": self.probabilities_into_loss,
             "logit_gradient": self.logit_gradient,
+            "squashed_logits": {"calls": self.logit_losses_read, "squashed": dict(self.squashed)},
         }
+
+
+# Autograd nodes of functions that bound their output (a loss that expects logits then cannot reach its
+# minimum, and the gradient fades as they saturate); ReLU has its own rule (relu-on-logits), read by its zeros
+SQUASHING = {
+    "TanhBackward0": "tanh",
+    "SigmoidBackward0": "sigmoid",
+    "HardtanhBackward0": "hardtanh",
+    "HardsigmoidBackward0": "hardsigmoid",
+    "ClampBackward0": "clamp",
+    "ClampBackward1": "clamp",
+}
+# Nodes that reshape or scale a tensor without bounding it (a temperature, a view): walked through
+PASSING = (
+    "View",
+    "UnsafeView",
+    "Reshape",
+    "Transpose",
+    "Permute",
+    "TBackward",
+    "Squeeze",
+    "Unsqueeze",
+    "Clone",
+    "Expand",
+    "Div",
+    "Mul",
+    "ToCopy",
+    "Select",
+    "Slice",
+)
+
+
+def squashing_before(tensor, most=8):
+    """The squashing function (SQUASHING) between tensor and the layer that made it, walking back through at most
+    `most` autograd nodes that only reshape or scale; None when the walk meets anything else first (a matmul, a
+    convolution: the last layer itself)."""
+    node = tensor.grad_fn
+    for _ in range(most):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if name in SQUASHING:
+            return SQUASHING[name]
+        if not name.startswith(PASSING):
+            return None
+        node = next((n for n, _ in node.next_functions if n is not None and type(n).__name__ != "AccumulateGrad"), None)
+    return None

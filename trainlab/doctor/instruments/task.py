@@ -11,6 +11,8 @@ Kinds: classification, language-model, regression, adversarial, unknown (a loss 
 the symptoms read the loss alone).
 """
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -23,12 +25,13 @@ WATCHED = CLASSIFICATION + REGRESSION + BINARY
 CALLS_READ = 32  # loss calls whose arguments are read (the rest only counted)
 SATURATION_CALLS = 256  # binary loss calls whose saturation is read (a GAN's discriminator: 3 a step)
 LM_VOCABULARY = 100  # integer inputs into a cross-entropy over at least this many outputs: a language model
+NEXT_TOKEN = 0.5  # ... or over fewer, with this share of the targets at their input's next (or own) position
 SATURATED = 0.9  # a binary loss's inputs this share of the way to 0 or 1 (|logit| > 9): a saturated discriminator
 
 
 class Task(Instrument):
     attribute = "task"  # probe.task
-    PROVIDES = ("task",)
+    PROVIDES = ("task", "loss_broadcasts")
 
     def __init__(self, probe):
         super().__init__(probe)
@@ -37,6 +40,9 @@ class Task(Instrument):
         self.integer_targets = False  # a classification loss got integer class indices
         self.unigram = []  # their targets (the first calls), for the unigram loss of a language model
         self.saturation = []  # binary losses: share of each call's inputs that are saturated
+        self.broadcasts = []  # training loss calls whose input and target shapes broadcast to a bigger shape
+        self.label_smoothing = 0.0  # the largest label_smoothing a training cross_entropy call was given
+        self.alignments = []  # token targets against the model's token input: token_alignment() of the first calls
         self.steps_by_optimizer = {}  # id(optimizer) -> optimizer steps
 
     def patches(self):
@@ -49,6 +55,9 @@ class Task(Instrument):
             def loss(input, target, *args, **kwargs):
                 if torch.is_grad_enabled() and not task.probe.reading_internally:
                     task._read(name, input, target)
+                    smoothing = kwargs.get("label_smoothing", 0.0)
+                    if isinstance(smoothing, (int, float)):
+                        task.label_smoothing = max(task.label_smoothing, float(smoothing))
                 return original(input, target, *args, **kwargs)
 
             return loss
@@ -60,12 +69,26 @@ class Task(Instrument):
         most = SATURATION_CALLS if name in BINARY else CALLS_READ
         if calls > most or not isinstance(input, torch.Tensor) or not isinstance(target, torch.Tensor):
             return
+        if name in REGRESSION and input.shape != target.shape and len(self.broadcasts) < CALLS_READ:
+            try:
+                shape = torch.broadcast_shapes(input.shape, target.shape)
+            except RuntimeError:
+                shape = None  # the loss itself raises
+            if shape is not None and math.prod(shape) > max(input.numel(), target.numel()):
+                self.broadcasts.append(
+                    {"loss": name, "input": list(input.shape), "target": list(target.shape), "compared": list(shape)}
+                )
         with self.probe.internal(), torch.no_grad():
             if name in CLASSIFICATION and input.ndim >= 2:
                 self.outputs.add(int(input.shape[1]))
                 if not target.is_floating_point():
                     self.integer_targets = True
                     self.unigram.append(target.detach().flatten()[:4096].cpu())
+                    tokens = self.probe.captured.last_tokens
+                    if tokens is not None:
+                        aligned = token_alignment(tokens, target)
+                        if aligned is not None:
+                            self.alignments.append(aligned)
             elif name in BINARY and input.numel():
                 x = input.detach().float()
                 near = (x.abs() > 9) if name.endswith("logits") else ((x < 1e-4) | (x > 1 - 1e-4))
@@ -95,20 +118,36 @@ class Task(Instrument):
             embedding = root is not None and any(
                 isinstance(m, torch.nn.Embedding) and m.num_embeddings == outputs for m in root.modules()
             )
-            if outputs >= LM_VOCABULARY and ((ids is not None and ids <= outputs) or embedding):
+            aligned = self._alignment()
+            # targets lined up with the token input (the next token, or the token itself) make a language model of
+            # any vocabulary - a character-level one has 65 tokens; otherwise a big vocabulary does
+            positional = aligned is not None and (aligned["next"] >= NEXT_TOKEN or aligned["same"] >= NEXT_TOKEN)
+            if (outputs >= LM_VOCABULARY or positional) and ((ids is not None and ids <= outputs) or embedding):
                 reads = (
                     f"integer token ids (up to {ids - 1})" if ids is not None else f"an embedding of {outputs} tokens"
+                )
+                rows = (
+                    [r if aligned["time_axis"] == 1 else r.t() for r in probe.captured.token_inputs] if aligned else []
                 )
                 return {
                     "kind": "language-model",
                     "vocabulary": outputs,
                     "unigram_loss": self._unigram_loss(),
-                    "why": f"{reads} in, a cross-entropy over {outputs} outputs: predicting tokens of a vocabulary",
+                    "bigram_entropy": bigram_entropy(rows) if rows else None,
+                    "targets_vs_inputs": aligned,
+                    "why": f"{reads} in, a cross-entropy over {outputs} outputs"
+                    + (
+                        f", {aligned['next']:.0%} of the targets the next input token"
+                        if positional and aligned["next"] >= NEXT_TOKEN
+                        else ""
+                    )
+                    + ": predicting tokens of a vocabulary",
                 }
             if self.integer_targets:
                 return {
                     "kind": "classification",
                     "classes": outputs,
+                    "label_smoothing": self.label_smoothing,
                     "why": f"a cross-entropy over {outputs} outputs with integer class targets",
                 }
         if any(calls.get(n) for n in REGRESSION) and not any(calls.get(n) for n in CLASSIFICATION):
@@ -119,6 +158,20 @@ class Task(Instrument):
             }
         seen = ", ".join(n for n in WATCHED if calls.get(n)) or "no library loss function"
         return {"kind": "unknown", "why": f"{seen}: the loss alone is read"}
+
+    def _alignment(self):
+        """The calls' token_alignment, summarised: the time axis most calls matched on, and the median shares of
+        targets equal to the input at their own position and at the next (None without a comparable call)."""
+        if not self.alignments:
+            return None
+        axes = [a["time_axis"] for a in self.alignments]
+        axis = max(set(axes), key=axes.count)
+        rows = [a for a in self.alignments if a["time_axis"] == axis]
+
+        def median(key):
+            return sorted(a[key] for a in rows)[len(rows) // 2]
+
+        return {"time_axis": axis, "same": median("same"), "next": median("next"), "calls": len(rows)}
 
     def _unigram_loss(self):
         """The cross-entropy of predicting each token by its frequency in the captured targets (nats):
@@ -134,7 +187,7 @@ class Task(Instrument):
         return float(-(p * p.log()).sum())
 
     def summary(self):
-        return {"task": self.recognise()}
+        return {"task": self.recognise(), "loss_broadcasts": self.broadcasts}
 
 
 def _disjoint(optimizers):
@@ -151,3 +204,51 @@ def uses_chance(task):
     """Whether classes read off the outputs and batch accuracy against the commonest class are fair
     readings of the run: for a classification, or a loss the task was not recognised from."""
     return task["kind"] in ("classification", "unknown")
+
+
+def token_alignment(tokens, targets):
+    """How a token model's targets line up with its (2-D) token input, along whichever axis is time: {"time_axis",
+    "same": the share of targets equal to the input token at their own position, "next": ... at the position after
+    it}, over the targets a loss counts (ids >= 0; -100 is ignored). Targets are the input shifted by one for a
+    language model (next near 1, same near the text's repeats), the input itself when the window was not shifted
+    (same near 1); a masked model's targets sit where the input holds a mask token (both low). Targets as long as
+    the input, or one shorter (a loss that drops the last position), either flattened or not; None when the
+    targets match no layout of the input."""
+    x, t = tokens.detach(), targets.detach()
+    best = None
+    for axis in (1, 0):  # (batch, time) first, then (time, batch) as PyTorch's word_language_model lays it out
+        steps, rows = x.shape[axis], x.shape[1 - axis]
+        for length in (steps, steps - 1):
+            if length < 2 or t.numel() != rows * length:
+                continue
+            shaped = t.reshape((rows, length) if axis == 1 else (length, rows))
+            xs, ts = x.movedim(axis, 1), shaped.movedim(axis, 1)  # both (rows, time)
+            n = min(length, steps - 1)
+            ts, valid = ts[:, :n], ts[:, :n] >= 0
+            counted = int(valid.sum())
+            if not counted:
+                continue
+            same = float(((ts == xs[:, :n]) & valid).sum()) / counted
+            after = float(((ts == xs[:, 1 : n + 1]) & valid).sum()) / counted
+            row = {"time_axis": axis, "same": same, "next": after}
+            if best is None or max(same, after) > max(best["same"], best["next"]):
+                best = row
+    return best
+
+
+def bigram_entropy(rows, smallest_ratio=4.0):
+    """The conditional entropy of a token given the one before it (nats), counted over the (rows, time) token
+    batches: what a model that reads one token back reaches at best on this text. The plug-in estimate is low
+    when the pairs are few for the pairs seen (every pair seen once reads as certain), so None unless the pairs
+    are at least smallest_ratio times the distinct pairs (a character-level text; not a 50,000-token vocabulary's
+    few thousand tokens)."""
+    pairs = torch.cat([torch.stack((r[:, :-1].flatten(), r[:, 1:].flatten()), 1) for r in rows if r.shape[1] > 1])
+    if not len(pairs) or int(pairs.min()) < 0:
+        return None
+    seen, counts = torch.unique(pairs, dim=0, return_counts=True)
+    if len(pairs) < smallest_ratio * len(seen):
+        return None
+    joint = counts.double() / len(pairs)
+    _, first = torch.unique(seen[:, 0], return_inverse=True)
+    marginal = torch.zeros(int(first.max()) + 1, dtype=torch.double).index_add_(0, first, joint)
+    return float(-(joint * joint.log()).sum() + (marginal * marginal.log()).sum())

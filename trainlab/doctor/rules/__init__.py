@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from trainlab.doctor.causes import ALL
 from trainlab.doctor.rules import data, device, loss, model, optimizer, precision, run
-from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms  # noqa: F401
+from trainlab.doctor.rules.symptoms import symptom_evidence, symptoms, unexplained_symptom  # noqa: F401
 
 CATEGORY_FILES = (data, model, loss, optimizer, precision, device, run)
 
@@ -39,9 +39,14 @@ RULES = all_rules()
 FALLBACKS = ("learns-far-worse", "slow-step")
 
 
-def findings(m, x):
+def findings(m, x, whole_run=True):
+    """The rules' findings; whole_run=False for a rank of a multi-rank run other than rank 0, which runs no
+    experiments and whose symptoms the run's report (rank 0's) already accounts for."""
     found = [f for f in (rule(m, x) for rule in RULES) if f is not None]
-    return [replace(f, severity="info") if f.cause in FALLBACKS and _explained(f, found) else f for f in found]
+    found = [replace(f, severity="info") if f.cause in FALLBACKS and _explained(f, found) else f for f in found]
+    # a symptom seen and nothing above explains it: never silence
+    unexplained = unexplained_symptom(m, x, found) if whole_run else None
+    return found + [unexplained] if unexplained else found
 
 
 def _explained(fallback, found):

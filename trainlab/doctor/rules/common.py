@@ -73,3 +73,24 @@ def full_batch_optimizer(m):
     float64 for the line search), so one batch at every step and float64 are how it is used."""
     optimizers = m.get("optimizers") or []
     return bool(optimizers) and all(o["type"] == "LBFGS" for o in optimizers)
+
+
+def strong_regularisation(m):
+    """What else makes updates large or useless, in words (None: nothing): most activations dropped in training,
+    or label smoothing that leaves the true class little more than any other (the targets carry little label
+    information)."""
+    most = causes.limit("regularisation-too-strong", "doctor")
+    said = []
+    if m.get("dropout_max", 0.0) >= most["dropout"]:
+        said.append(f"dropout drops {m['dropout_max']:.0%} of the activations")
+    task = m.get("task") or {}
+    smoothing, classes = task.get("label_smoothing") or 0.0, task.get("classes")
+    if smoothing and classes and classes > 1:
+        wrong = smoothing / classes  # each wrong class's share of a smoothed target
+        true = 1 - smoothing + wrong
+        if true < most["true_over_wrong"] * wrong:
+            said.append(
+                f"label smoothing {smoothing:g} gives the true class {true:.0%} of each target against {wrong:.0%} "
+                "for every other"
+            )
+    return "; ".join(said) or None

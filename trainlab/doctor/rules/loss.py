@@ -85,4 +85,56 @@ def softmax_wrong_axis(m, x):
         )
 
 
-RULES = [probabilities_into_loss, unstable_loss, loss_not_differentiable, softmax_wrong_axis]
+def loss_inputs_broadcast(m, x):
+    """An elementwise loss whose input and target differ in shape and broadcast to a bigger one: (batch, 1) against
+    (batch,) compares every prediction with every target - a batch-by-batch matrix, no error, a loss that cannot
+    fall to what the data allows (PyTorch only warns)."""
+    seen = m.get("loss_broadcasts") or []
+    if not seen:
+        return None
+    first = seen[0]
+    return Finding(
+        "critical",
+        "loss",
+        "loss-inputs-broadcast",
+        f"{first['loss']} compares an input of shape {tuple(first['input'])} with a target of shape "
+        f"{tuple(first['target'])}: they broadcast to {tuple(first['compared'])}, every prediction against "
+        f"every target ({len(seen)} training calls)",
+        {"loss": first["loss"], "input_shape": first["input"], "target_shape": first["target"], "calls": len(seen)},
+        "give the loss input and target the same shape (squeeze the model's last dimension, or unsqueeze the target)",
+    )
+
+
+def loss_unbounded_below(m, x):
+    """A loss that keeps falling far below zero: a term with the wrong sign, or a likelihood whose variance
+    collapses - the loss runs to minus infinity instead of settling."""
+    losses = [v for v in m["losses"] if math.isfinite(v)]
+    most = causes.limit("loss-unbounded-below", "doctor")
+    window = max(2, len(losses) // 10)
+    if len(losses) < 4 * window:
+        return None
+    first = sorted(losses[:window])[window // 2]
+    last = sorted(losses[-window:])[window // 2]
+    earlier = sorted(losses[-2 * window : -window])[window // 2]
+    scale = max(1.0, abs(first))
+    if last < -most["below_start"] * scale and last < earlier - most["still_falling"] * scale:
+        return Finding(
+            "critical",
+            "loss",
+            "loss-unbounded-below",
+            f"the loss runs to minus infinity: {first:.3g} at the start, {last:.3g} at the end of {len(losses)} "
+            "steps, and still falling",
+            {"loss_first": first, "loss_last": last, "steps": len(losses)},
+            "find the term that can fall without bound: a sign flipped (a KL divergence or a penalty added where it "
+            "is subtracted), or a likelihood whose variance may shrink to zero (bound the log-variance)",
+        )
+
+
+RULES = [
+    probabilities_into_loss,
+    unstable_loss,
+    loss_not_differentiable,
+    softmax_wrong_axis,
+    loss_inputs_broadcast,
+    loss_unbounded_below,
+]

@@ -4,21 +4,34 @@ import math
 
 from trainlab.doctor import causes
 from trainlab.doctor.report import Finding
-from trainlab.doctor.rules.common import fp16_underflow, no_gradient_at_all, not_learning
+from trainlab.doctor.rules.common import fp16_underflow, no_gradient_at_all, not_learning, strong_regularisation
 
 
 def bad_initialisation(m, x):
+    """Weight tensors whose units start identical: constant (std 0), or every row the same vector - each unit then
+    computes what the others do and gets the same gradient, so they never tell apart."""
     stds = m["init_weight_std"]
     constant = [name for name, std in stds.items() if std == 0.0]
+    symmetric = list(dict.fromkeys(constant + [n for n in m.get("init_identical_rows") or [] if n in stds]))
     share = causes.limit("zero-initialisation", "doctor")["constant_share"]
-    if stds and len(constant) >= max(1, int(len(stds) * share)):
+    if stds and len(symmetric) >= max(1, int(len(stds) * share)):
+        rows = len(symmetric) - len(constant)
         return Finding(
             "critical",
             "model",
             "zero-initialisation",
-            f"{len(constant)} of {len(stds)} weight tensors start constant (std 0): units are symmetric",
+            f"{len(symmetric)} of {len(stds)} weight tensors start with identical units: "
+            + ", ".join(
+                said
+                for said in (
+                    f"{len(constant)} constant (std 0)" if constant else "",
+                    f"{rows} with every row the same vector" if rows else "",
+                )
+                if said
+            ),
             {
                 "constant_weight_tensors": len(constant),
+                "identical_row_tensors": rows,
                 "weight_tensors": len(stds),
                 "dead_relu_share": max(m["dead_relu"], default=0.0),
             },
@@ -207,6 +220,51 @@ def relu_on_logits(m, x):
         )
 
 
+def squashed_logits(m, x):
+    """A bounding function (tanh, sigmoid, clamp) between the last layer and a loss that expects logits."""
+    seen = m.get("squashed_logits") or {}
+    least = causes.limit("squashed-logits", "doctor")
+    calls, squashed = seen.get("calls", 0), seen.get("squashed") or {}
+    most = max(squashed.values(), default=0)
+    if calls >= least["min_calls"] and most >= calls * least["call_share"]:
+        names = ", ".join(sorted(squashed, key=squashed.get, reverse=True))
+        return Finding(
+            "critical" if not_learning(m) else "warning",
+            "model",
+            "squashed-logits",
+            f"the loss expects logits and gets them through {names}, in {most} of {calls} training calls: bounded "
+            "scores cap how low the loss can go, and the gradient fades where the function saturates",
+            {"squashing": names, "calls_squashed": most, "calls_checked": calls},
+            "end the model with the last Linear layer: cross_entropy and binary_cross_entropy_with_logits "
+            "apply their own softmax or sigmoid",
+        )
+
+
+def regularisation_too_strong(m, x):
+    """Regularisation that destroys the signal it should only temper: named instead of the learning rate."""
+    said = strong_regularisation(m)
+    if said is None:
+        return None
+    stuck = not_learning(m)
+    return Finding(
+        "critical" if stuck else "warning",
+        "model",
+        "regularisation-too-strong",
+        f"{said}"
+        + (
+            ", and the loss does not fall: the regularisation leaves too little signal to learn from"
+            if stuck
+            else ": settings far past the usual, which leave little signal to learn from"
+        ),
+        {
+            "dropout_max": m.get("dropout_max"),
+            "label_smoothing": (m.get("task") or {}).get("label_smoothing"),
+            "update_ratio_median": m.get("update_ratio_median"),
+        },
+        "dropout of 0.1-0.5 and label smoothing of about 0.1 are the usual ranges; lower them before the learning rate",
+    )
+
+
 def head_wider_than_classes(m, x):
     """Far more outputs than the labels use, over enough samples to have seen every class: a head
     copied from another task (1000 ImageNet classes for a 10-class set)."""
@@ -239,4 +297,6 @@ RULES = [
     adversarial_imbalance,
     eval_mode_in_training,
     relu_on_logits,
+    squashed_logits,
+    regularisation_too_strong,
 ]

@@ -9,7 +9,13 @@ import torch
 from trainlab.doctor import causes
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 from trainlab.doctor.report import Finding
-from trainlab.doctor.rules.common import clip_keeps_little, first_nonfinite_step, fp16_weights, not_learning
+from trainlab.doctor.rules.common import (
+    clip_keeps_little,
+    first_nonfinite_step,
+    fp16_weights,
+    not_learning,
+    strong_regularisation,
+)
 
 # held-out accuracy the control beats the script by, at least: an alias of the limit, read by examine.py
 FAR_WORSE_GAP = causes.limit("learns-far-worse", "doctor")["gap"]
@@ -127,7 +133,7 @@ def lr_far_above_range(m, x):
     """A loss that does not fall, at a learning rate far above where the LR range test's loss falls."""
     suggested, lr = x.get("suggested_lr"), m["lr"][0] if m["lr"] else None
     above = causes.limit("lr-too-high", "doctor")["above_suggestion"]
-    if suggested and lr and m["finite"] and not_learning(m) and lr > above * suggested:
+    if suggested and lr and m["finite"] and not_learning(m) and lr > above * suggested and not strong_regularisation(m):
         return Finding(
             "critical",
             "optimizer",
@@ -269,7 +275,10 @@ def update_sizes(m, x):
             evidence,
             "raise the learning rate (an LR range test shows where the loss starts to fall)",
         )
-    if ratio > high["update_ratio"] and stuck and not safe:
+    regularised = strong_regularisation(m)  # what else makes updates large or useless: not the LR's doing
+    if regularised:
+        evidence["regularisation"] = regularised
+    if ratio > high["update_ratio"] and stuck and not safe and not regularised:
         return Finding(
             "critical",
             "optimizer",

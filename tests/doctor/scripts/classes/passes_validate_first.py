@@ -1,5 +1,6 @@
 """Class: evidence mixed across passes. Healthy: a validation pass (no_grad, batches of 500) before
-training and after every epoch."""
+training and after every epoch. (Its CNN keeps a 4x4 map before the head: with global average pooling it did not
+learn this data within the doctor's 200 steps, which issue 46's report rightly calls a symptom.)"""
 
 import torch
 import torch.nn.functional as F
@@ -13,7 +14,7 @@ torch.manual_seed(0)
 train_loader = DataLoader(TensorDataset(train_x, train_y), batch_size=64, shuffle=True)
 val_loader = DataLoader(TensorDataset(test_x, test_y), batch_size=500)
 model = nn.Sequential(nn.Conv2d(3, 24, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(24, 48, 3, padding=1),
-                      nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(48, 64), nn.ReLU(), nn.Linear(64, 10))
+                      nn.ReLU(), nn.MaxPool2d(4), nn.Flatten(), nn.Linear(48 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 
 

@@ -8,7 +8,10 @@ of fixtures/real_scripts/ (<script>.variants/<cause>.patch) and written out in f
 
 The second batch (doctor_unseen_scripts_b/, 8 scripts and 6 planted-bug copies) came after the last two
 classes' mechanisms (a script that learns far worse than a known-good loop, a step slow outside the model),
-written the same way.
+written the same way. The third (doctor_unseen_scripts_c/, 12 scripts: 3 healthy, 9 broken) came after issue
+46's mechanisms (language-model leakage, squashing before the loss, broadcast loss inputs, a loss unbounded below,
+identical units, regularisation before the learning rate, a symptom nothing explains), by a helper who read only
+the README and docs/doctor_causes.md and did not run its scripts.
 
 A script's docstring says "Healthy" or "Broken (cause)"; the doctor sees only the code. Scored as in
 doctor_classes (healthy: nothing above info; broken: the cause the top root cause) and doctor_real

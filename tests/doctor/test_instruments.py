@@ -489,3 +489,17 @@ def test_a_validation_pass_before_training_lends_no_targets_to_the_training_batc
             F.cross_entropy(model(torch.randn(64, 8)), torch.zeros(64, dtype=torch.long))
         train(model, data, optimizer)
     assert [len(t) for t in probe.captured.targets] == [32] * 5
+
+
+def test_dropout_is_read_from_training_calls_and_the_scripts_arguments_pass_through_untouched():
+    """Issue 46's regularisation rule reads p from F.dropout* calls: only those that train, and without changing
+    what the script asked for (alpha_dropout's training defaults to False, dropout's to True)."""
+    from trainlab.doctor.probe import Probe
+
+    layer, x = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.3)), torch.ones(3, 4)
+    with Probe(max_steps=3) as probe:
+        assert torch.equal(F.alpha_dropout(x, 0.9), x)  # not training by default: untouched and not counted
+        F.dropout(x, p=0.7, training=False)
+        layer(x).sum().backward()
+        F.dropout2d(torch.ones(2, 3, 4, 4), 0.2, True, False)
+    assert probe.summary()["dropout_max"] == 0.3

@@ -3,6 +3,7 @@ never fire, the model's outputs, which parameters the forward uses (and which it
 no_grad), and the first module that makes inf/NaN from finite inputs (watched every step while cheap,
 and whenever the loss blows up)."""
 
+import inspect
 import math
 
 import torch
@@ -35,11 +36,16 @@ class ForwardStats(Instrument):
 
     def _wrap_dropout(self, original):
         stats = self
+        defaults = inspect.signature(original).parameters  # alpha_dropout's training defaults to False, dropout's True
+        p_default, training_default = defaults["p"].default, defaults["training"].default
 
-        def dropout(input, p=0.5, training=True, *args, **kwargs):
+        def dropout(input, *args, **kwargs):
+            # the script's arguments pass through untouched: only read here
+            p = kwargs.get("p", args[0] if args else p_default)
+            training = kwargs.get("training", args[1] if len(args) > 1 else training_default)
             if training and torch.is_grad_enabled() and isinstance(p, (int, float)):
                 stats.dropout_max = max(stats.dropout_max, float(p))
-            return original(input, p, training, *args, **kwargs)
+            return original(input, *args, **kwargs)
 
         return dropout
 

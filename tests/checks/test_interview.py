@@ -130,9 +130,24 @@ def test_every_cause_a_single_process_rule_reports_is_on_the_menu_with_an_experi
     # causes are what critical and warning findings name; info findings (update sizes, the control run) are
     # context; the registry says which ids are causes and which severities each takes (tests/doctor/test_causes.py)
     off_menu = {c.id for c in causes.ALL.values() if c.role == "cause" and not c.question}
-    assert off_menu == {"loss-at-init", "crash"} | {
-        c.id for c in causes.ALL.values() if c.category == "distributed"
-    } | {"rank-did-not-finish"}, off_menu
+    # issue 46's causes, found on users' scripts (language models, heads, regression losses, regularisation, a
+    # symptom nothing explains): no lab or drill plants them yet, so the diagnosis menu does not teach them - each
+    # needs a question, an experiment and phrases before it joins (the stop note of 2026-12-07 says so)
+    users_scripts = {
+        "target-leakage",
+        "squashed-logits",
+        "loss-inputs-broadcast",
+        "loss-unbounded-below",
+        "regularisation-too-strong",
+        "unexplained-symptom",
+    }
+    assert (
+        off_menu
+        == {"loss-at-init", "crash"}
+        | {c.id for c in causes.ALL.values() if c.category == "distributed"}
+        | {"rank-did-not-finish"}
+        | users_scripts
+    ), off_menu
     for name in labs.names(*labs.TRAINING):
         assert set(labs.get(name).causes) <= set(causes.CAUSES), name
     for cause in causes.CAUSES.values():

@@ -74,7 +74,7 @@ class _Mixer(nn.Module):
 def test_the_causality_probe_finds_a_model_that_reads_the_next_token(causal):
     model = _Mixer(causal).train()
     tokens = torch.randint(0, 30, (3, 12), generator=torch.Generator().manual_seed(2))
-    probed = quick_experiments.causality_probe(model, (tokens,), time_axis=1, vocabulary=30)
+    probed = quick_experiments.causality_probe(model, (tokens,), time_axis=1)
     assert probed["position"] == 6 and probed["later_change"] > 0
     assert (probed["earlier_change"] > 0) is (not causal), probed
     assert model.training  # its mode is given back
@@ -94,9 +94,9 @@ def test_the_causality_probe_reads_time_first_flattened_outputs_and_declines_wha
             return out.view(-1, 8)  # (time * batch, features), as word_language_model's decoder input
 
     tokens = torch.randint(0, 30, (10, 3))
-    probed = quick_experiments.causality_probe(TimeFirst(), (tokens,), time_axis=0, vocabulary=30)
+    probed = quick_experiments.causality_probe(TimeFirst(), (tokens,), time_axis=0)
     assert probed["earlier_change"] > 0  # the backward direction carries later tokens
-    assert quick_experiments.causality_probe(nn.Embedding(30, 4), (torch.zeros(5),), 1, 30) is None
+    assert quick_experiments.causality_probe(nn.Embedding(30, 4), (torch.zeros(5),), 1) is None
 
 
 def _lm(aligned, bigram=1.3, losses=None):
@@ -118,6 +118,8 @@ def test_the_rule_names_each_leak_and_stays_quiet_on_a_healthy_model():
     assert future.severity == "critical" and "sees the future" in future.title
     too_good = target_leakage(_lm(SHIFTED, losses=[4.0] * 10 + [0.2] * 40), {})
     assert too_good.severity == "warning" and "too good" in too_good.title
+    accumulated = _lm(SHIFTED, losses=[4.0] * 10 + [0.2] * 40) | {"backwards": 200, "steps": 50}
+    assert target_leakage(accumulated, {}) is None  # the loss backward() sees is a quarter of the step's
     assert target_leakage(_lm(SHIFTED, bigram=None, losses=[4.0] * 10 + [0.2] * 40), {}) is None  # no bigram figure
     classifier = {"task": {"kind": "classification"}, "losses": [0.1] * 60}
     assert target_leakage(classifier, {}) is None
@@ -152,3 +154,35 @@ def test_a_character_level_model_is_a_language_model_by_its_targets_and_its_leak
     assert task["kind"] == "language-model" and task["vocabulary"] == 65, task
     assert task["targets_vs_inputs"]["next" if shift else "same"] == 1.0
     assert len(probe.captured.token_inputs) == 6 and probe.captured.token_call[0].shape == (8, 32)
+
+
+@pytest.mark.parametrize("style", ["nanoGPT: model(idx, targets)", "sequence to sequence: model(source, decoder_in)"])
+def test_targets_handed_to_the_model_count_and_a_decoders_input_keeps_a_copy_task_out(style):
+    from trainlab.doctor.probe import Probe
+
+    class TwoInputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(30, 8), nn.Linear(8, 30)
+
+        def forward(self, tokens, other):
+            return self.head(self.embed(tokens) + self.embed(other))
+
+    torch.manual_seed(0)
+    model, text = TwoInputs(), torch.randint(0, 30, (2048,))
+    with Probe(max_steps=4) as probe:
+        for _ in range(4):
+            starts = torch.randint(0, 2000, (8,))
+            x = torch.stack([text[s : s + 16] for s in starts])
+            if style.startswith("nanoGPT"):
+                y = torch.stack([text[s + 1 : s + 17] for s in starts])
+                logits, target = model(x, y), y
+            else:  # a copy task: the target is the source, the decoder reads it shifted right
+                logits, target = model(x, torch.roll(x, 1, dims=1)), x
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten())
+            loss.backward()
+    aligned = probe.task._alignment()
+    if style.startswith("nanoGPT"):
+        assert aligned["next"] == 1.0
+    else:
+        assert aligned is None  # never read as "the targets are the input itself"

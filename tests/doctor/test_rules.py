@@ -504,7 +504,8 @@ def test_a_symptom_a_finding_explains_and_a_run_that_learns_draw_no_such_warning
     "head, squash",
     [
         (lambda z: torch.tanh(z), "tanh"),
-        (lambda z: torch.sigmoid(z).view(-1, 8) / 0.5, "sigmoid"),  # through a view and a temperature
+        (lambda z: torch.sigmoid(z).view(-1, 8), "sigmoid"),  # through a view
+        (lambda z: 30 * torch.tanh(z / 30), None),  # a soft cap on purpose (Gemma 2): scaled around the tanh
         (lambda z: z.clamp(-1, 1), "clamp"),
         (lambda z: z / 2.0, None),  # a temperature alone bounds nothing
         (lambda z: torch.log_softmax(z, 1), None),  # log-probabilities are what nll_loss expects
@@ -584,6 +585,8 @@ def test_a_loss_that_runs_to_minus_infinity_is_told_from_one_that_settles_below_
     settles = [1.0 - 3 * (1 - math.exp(-i / 10)) for i in range(100)]  # a Gaussian likelihood: settles near -2
     assert loss_rules.loss_unbounded_below({"losses": settles}, {}) is None
     assert loss_rules.loss_unbounded_below({"losses": [2.3 - 0.01 * i for i in range(100)]}, {}) is None
+    critic_and_generator = {"losses": running, "optimizers": [{"type": "RMSprop"}, {"type": "RMSprop"}]}
+    assert loss_rules.loss_unbounded_below(critic_and_generator, {}) is None  # a WGAN's critic runs negative
 
 
 def test_a_flat_loss_the_control_could_not_move_on_a_model_that_memorises_is_too_early_to_call(monkeypatch):
@@ -598,8 +601,13 @@ def test_a_flat_loss_the_control_could_not_move_on_a_model_that_memorises_is_too
     assert said.severity == "warning"  # and a model that cannot memorise a batch is no early run either
     (said,) = rules.findings(_flat_run(steps=200), early)
     assert said.severity == "warning"  # three times the control's steps and still flat: no longer early
-    skipped = {"experiments_skipped": "overfit one batch (~51 s): at 1024 ms a step, more than the 0 s left"}
+    skipped = {
+        "experiments_skipped": "overfit one batch (~51 s): at 1024 ms a step, more than the 0 s left",
+        "experiments_over_budget": True,
+    }
     (said,) = rules.findings(_flat_run(steps=79), skipped)
     assert said.severity == "info" and "run it longer" in said.title  # a slow machine's short run: nothing to place it
     (said,) = rules.findings(_flat_run(steps=200), skipped)
     assert said.severity == "warning"
+    (said,) = rules.findings(_flat_run(steps=79), {"experiments_skipped": "the targets are regression values"})
+    assert said.severity == "warning"  # experiments that do not apply place nothing, and say nothing about time

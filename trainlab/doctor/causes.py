@@ -606,7 +606,7 @@ ALL = {
             symptoms=("no-convergence",),
             mechanism=(
                 "the autograd graph of what cross_entropy, nll_loss or binary_cross_entropy_with_logits are handed, "
-                "walked back to the last layer through views and scalings: a tanh, sigmoid, hardtanh or clamp in "
+                "walked back to the last layer through views: a tanh, sigmoid, hardtanh, hardsigmoid or clamp in "
                 "{doctor[call_share]:share|} the training calls read or more (≥ {doctor[min_calls]})"
             ),
             fields=("squashing", "calls_squashed", "calls_checked"),

@@ -60,7 +60,10 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
         labels, found["experiment_error"] = None, f"label test: {type(exc).__name__}: {exc}"
     if labels:
         found["labels"] = labels
-    found |= _causality(captured, measurements.get("task") or {})
+    probed = _causality(captured, measurements.get("task") or {})
+    if "experiment_error" in probed and "experiment_error" in found:
+        probed["experiment_error"] = f"{found['experiment_error']}; {probed['experiment_error']}"
+    found |= probed
     model, state, batches = captured.root, captured.init_state, captured.batches
     usable = model is not None and state is not None and batches and len(captured.targets) >= len(batches)
     if not usable or measurements.get("classes") is None:
@@ -115,6 +118,7 @@ def run_quick_experiments(probe, measurements, everything=False, budget_s=60.0):
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run is reported, not fatal
         found["experiment_error"] = f"{type(exc).__name__}: {exc}"
     if skipped:
+        found["experiments_over_budget"] = True  # skipped for time, not because they do not apply
         found["experiments_skipped"] = (
             f"{', '.join(skipped)}: at {1e3 * step_s:.0f} ms a step, more than the "
             f"{budget_s:.0f} s left of the time limit (a longer --time-limit, or "
@@ -134,7 +138,7 @@ def _causality(captured, task):
         return {}
     try:
         probed = quick_experiments.causality_probe(
-            wrapped_module(model) or model, captured.token_call, aligned["time_axis"], task["vocabulary"]
+            wrapped_module(model) or model, captured.token_call, aligned["time_axis"]
         )
     except Exception as exc:  # noqa: BLE001 - an experiment that cannot run loses its result, not the report
         return {"experiment_error": f"causality probe: {type(exc).__name__}: {exc}"}

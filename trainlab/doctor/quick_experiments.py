@@ -309,30 +309,32 @@ def held_out_score(model, x, y):
     return float(F.cross_entropy(logits, y)), float((logits.argmax(1) == y).float().mean())
 
 
-def causality_probe(model, call, time_axis, vocabulary):
-    """Does the model see the future? Its first training call replayed twice in eval mode with no gradients, the
-    second time with the token at the middle position p changed: a language model predicting the next token must
-    give the same outputs at every position before p (the output at p - 1 predicts token p itself). {"position": p,
-    "earlier_change": the largest change of an output before p, "later_change": ... at p or after (what the
-    changed token does where it may act)}; None when the call has no token input or its outputs do not line up
-    with the positions."""
+def causality_probe(model, call, time_axis):
+    """Does the model see the future? Its first training call replayed in eval mode with no gradients - twice as it
+    was, then with the token at the middle position p changed (to another row's): a language model predicting the
+    next token must give the same outputs at every position before p (the output at p - 1 predicts token p itself).
+    {"position": p, "earlier_change": the largest change of an output before p, "later_change": ... at p or after
+    (what the changed token does where it may act)}; None when the call has no token input, its outputs do not line
+    up with the positions, or the model gives different outputs for the same call twice (a state it keeps)."""
     index = next((i for i, a in enumerate(call) if isinstance(a, torch.Tensor) and a.ndim == 2), None)
     if index is None or call[index].is_floating_point():
         return None
     x = call[index]
     p = x.shape[time_axis] // 2
     changed = x.clone()
-    changed.select(time_axis, p).copy_((x.select(time_axis, p) + 1) % vocabulary)
+    # another row's token at that position: an id the model has an embedding for (a made-up id may not exist)
+    changed.select(time_axis, p).copy_(x.select(time_axis, p).roll(1))
     was_training = model.training
-    model.eval()  # dropout off: only the token differs between the two calls
+    model.eval()  # dropout off: only the token differs between the calls
     try:
         with torch.no_grad():
             before = _per_position(model(*call), x)
+            again = _per_position(model(*call), x)
             after = _per_position(model(*call[:index], changed, *call[index + 1 :]), x)
     finally:
         model.train(was_training)
-    if before is None or after is None:
-        return None
+    if before is None or after is None or again is None or not torch.equal(before, again):
+        return None  # outputs that do not line up, or a model whose outputs change between two equal calls (state)
     moved = (after.float() - before.float()).abs()
     earlier, later = moved.narrow(time_axis, 0, p), moved.narrow(time_axis, p, moved.shape[time_axis] - p)
     return {"position": p, "earlier_change": float(earlier.max()), "later_change": float(later.max())}

@@ -52,6 +52,7 @@ class Captures(Instrument):
         self.token_inputs = []  # ... and the first TOKEN_INPUTS of them, on the host (the text's bigram entropy)
         self.token_call = None  # the first training call's arguments with a token input, copied (the causality probe)
         self.last_tokens = None  # the latest training call's token input (its loss's targets are compared with it)
+        self.other_tokens = []  # ... and that call's other token tensors
         self.token_ids = None  # the model reads integer ids: 1 + the largest in its first input
         self.root_trained = False  # the model was called with gradients enabled
         self._trained = []  # the last few modules called outermost with gradients enabled
@@ -132,8 +133,12 @@ class Captures(Instrument):
             tokens = x is not None and x.dtype in TOKEN_DTYPES and x.ndim == 2 and x.shape[0] > 1
             if tokens:
                 # token ids (a language model's (batch, time) batch, or (time, batch)): its loss's targets are
-                # compared with it (task.py), and the first few are kept
+                # compared with it (task.py), and the first few are kept; the call's other token tensors too (the
+                # targets, handed in as nanoGPT does, or a sequence-to-sequence model's decoder input)
                 self.last_tokens = x
+                self.other_tokens = [
+                    t for t in inputs if t is not x and isinstance(t, torch.Tensor) and t.dtype in TOKEN_DTYPES
+                ]
             if tokens and len(self.token_batches) < KEEP_BATCHES:
                 # a hash of the whole batch tells repeated batches apart (a prefix would not: padding, a shared
                 # prompt)

@@ -182,7 +182,8 @@ SQUASHING = {
     "ClampBackward0": "clamp",
     "ClampBackward1": "clamp",
 }
-# Nodes that reshape or scale a tensor without bounding it (a temperature, a view): walked through
+# Nodes that only reshape a tensor: walked through. A scaling is not (30 * tanh(z / 30) caps logits on purpose, as
+# Gemma 2 and modded-nanogpt do)
 PASSING = (
     "View",
     "UnsafeView",
@@ -194,8 +195,6 @@ PASSING = (
     "Unsqueeze",
     "Clone",
     "Expand",
-    "Div",
-    "Mul",
     "ToCopy",
     "Select",
     "Slice",
@@ -204,8 +203,8 @@ PASSING = (
 
 def squashing_before(tensor, most=8):
     """The squashing function (SQUASHING) between tensor and the layer that made it, walking back through at most
-    `most` autograd nodes that only reshape or scale; None when the walk meets anything else first (a matmul, a
-    convolution: the last layer itself)."""
+    `most` autograd nodes that only reshape; None when the walk meets anything else first (a matmul, a convolution:
+    the last layer itself; a scaling around a cap)."""
     node = tensor.grad_fn
     for _ in range(most):
         if node is None:

@@ -84,9 +84,17 @@ class Task(Instrument):
                 if not target.is_floating_point():
                     self.integer_targets = True
                     self.unigram.append(target.detach().flatten()[:4096].cpu())
-                    tokens = self.probe.captured.last_tokens
-                    if tokens is not None:
-                        aligned = token_alignment(tokens, target)
+                    tokens, others = self.probe.captured.last_tokens, self.probe.captured.other_tokens
+                    # a second token tensor in the call that is not these targets: a sequence-to-sequence model (source,
+                    # decoder input), which reads its whole source by design and may be asked to copy it
+                    seq2seq = bool(others) and not any(
+                        o.numel() == target.numel() and torch.equal(o.reshape(-1), target.reshape(-1)) for o in others
+                    )
+                    if tokens is not None and tokens.device == target.device and not seq2seq:
+                        try:  # inline in the script's loss call: a measurement lost, never the script's run
+                            aligned = token_alignment(tokens, target)
+                        except Exception:  # noqa: BLE001
+                            aligned = None
                         if aligned is not None:
                             self.alignments.append(aligned)
             elif name in BINARY and input.numel():

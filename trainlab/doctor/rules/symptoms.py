@@ -93,7 +93,7 @@ def unexplained_symptom(m, x, found):
     least = causes.limit("unexplained-symptom", "doctor")
     memorises = bool(overfit) and overfit[-1] < least["memorised_share"] * overfit[0]
     unplaced = (control is not None and not control["learns"] and memorises) or (
-        control is None and "experiments_skipped" in x
+        control is None and x.get("experiments_over_budget", False)
     )
     too_early = left == ["no-convergence"] and m.get("steps", 0) <= least["early_steps"] and unplaced
     return Finding(

@@ -1,5 +1,7 @@
 """Class: "the model" is the first module called. Healthy: a student distilled from a frozen teacher
-that runs under no_grad before the student at every step."""
+that runs under no_grad before the student at every step. (Its CNN keeps a 4x4 map before the head and has no GroupNorm:
+the earlier one, global average pooling after GroupNorm, did not learn this data in the doctor's 200 steps, which
+issue 46's report rightly calls a symptom.)"""
 
 import torch
 import torch.nn.functional as F
@@ -14,9 +16,9 @@ loader = DataLoader(TensorDataset(train_x, train_y), batch_size=64, shuffle=True
 
 
 def cnn(width):
-    return nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.GroupNorm(4, width), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(width, 2 * width, 3, padding=1), nn.GroupNorm(4, 2 * width), nn.ReLU(),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, 64), nn.ReLU(), nn.Linear(64, 10))
+    return nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
+                         nn.MaxPool2d(4), nn.Flatten(), nn.Linear(2 * width * 16, 64), nn.ReLU(), nn.Linear(64, 10))
 
 
 teacher = cnn(8).eval()  # a random teacher stands in for a trained one: the loop is what matters here

@@ -710,8 +710,50 @@ EXERCISES = [
                 kind="mask",
                 reason="non-finite",
             ),
+            # warm-up: the first steps are small, the rate it climbs to is the shipped one (at the check's last
+            # step 0.8, 27x the fix's)
+            WrongFix(
+                "a linear warm-up to the same learning rate",
+                shipped(
+                    (
+                        "loss_fn = nn.CrossEntropyLoss()\n",
+                        "loss_fn = nn.CrossEntropyLoss()\n"
+                        "warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.01, total_iters=1000)\n",
+                    ),
+                    ("        optimizer.step()\n", "        optimizer.step()\n        warmup.step()\n"),
+                ),
+                kind="mask",
+            ),
+            # normalisation layers let a model survive a too-large step: the learning rate is still 130x the fix's
+            WrongFix(
+                "BatchNorm after each hidden layer, the same learning rate",
+                shipped(
+                    (
+                        "nn.Linear(3 * 32 * 32, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),",
+                        "nn.Linear(3 * 32 * 32, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Linear(256, 256), "
+                        "nn.BatchNorm1d(256), nn.ReLU(),",
+                    )
+                ),
+                kind="mask",
+            ),
+            # a third of the way down is still 13x the fix's rate; Nesterov momentum does not shrink the step
+            WrongFix(
+                "a learning rate 3x lower, with Nesterov momentum",
+                shipped(("lr=4.0, momentum=0.9)", "lr=1.3, momentum=0.9, nesterov=True)")),
+                kind="partial",
+            ),
             CorrectAlternative("a learning rate of 0.01", fixed(("lr=0.03", "lr=0.01"))),
             CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
+            # Adam at its usual rate: another optimizer, steps of a size the model can take
+            CorrectAlternative(
+                "Adam at 1e-3",
+                fixed(
+                    (
+                        "torch.optim.SGD(model.parameters(), lr=0.03, momentum=0.9)",
+                        "torch.optim.Adam(model.parameters(), lr=1e-3)",
+                    )
+                ),
+            ),
         ),
     ),
     LabExercise(
@@ -764,6 +806,45 @@ EXERCISES = [
             CorrectAlternative(
                 "an epsilon inside the log", shipped(("torch.log(t / p)", "torch.log((t + 1e-12) / p)"))
             ),
+            # losses of the probabilities that are finite and still train a little: not the divergence the
+            # targets ask for, so the gradient at the logits is another one
+            WrongFix(
+                "squared error between the probabilities and the targets",
+                shipped(
+                    (
+                        "    return (t * torch.log(t / p)).sum(dim=1).mean()",
+                        "    return ((p - t) ** 2).sum(dim=1).mean()",
+                    )
+                ),
+            ),
+            WrongFix(
+                "NLL of the probabilities",
+                shipped(
+                    (
+                        "    return (t * torch.log(t / p)).sum(dim=1).mean()",
+                        "    return nn.functional.nll_loss(p, target)",
+                    )
+                ),
+            ),
+            WrongFix(
+                "absolute error between the probabilities and the targets",
+                shipped(
+                    (
+                        "    return (t * torch.log(t / p)).sum(dim=1).mean()",
+                        "    return (p - t).abs().sum(dim=1).mean()",
+                    )
+                ),
+            ),
+            CorrectAlternative(
+                "cross-entropy of the probabilities with an epsilon",
+                shipped(
+                    (
+                        "    return (t * torch.log(t / p)).sum(dim=1).mean()",
+                        "    return -(t * torch.log(p + 1e-8)).sum(dim=1).mean()",
+                    )
+                ),
+            ),
+            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         ),
     ),
     LabExercise(

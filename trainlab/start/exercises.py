@@ -3,7 +3,7 @@
 %%lab start/warmup        (or %%lab warmup)
 """
 
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, lower_lr, train_longer
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
 from trainlab.checks.lab import LabExercise
 from trainlab.checks.mechanisms import Learns
 
@@ -44,7 +44,48 @@ WARMUP = LabExercise(
             Edit(replace=(("        loss.backward()\n", "        optimizer.step()\n        loss.backward()\n"),)),
             reason="test accuracy",
         ),
+        # a tenth of the updates: the loss falls, more slowly
+        WrongFix(
+            "a step every tenth batch",
+            Edit(
+                replace=(
+                    (
+                        "        loss.backward()\n",
+                        "        loss.backward()\n        if step % 10 == 0:\n            optimizer.step()\n",
+                    ),
+                )
+            ),
+        ),
+        # one step at each epoch's end, on the last batch's gradients: two updates in the whole run
+        WrongFix(
+            "a step at the end of each epoch",
+            Edit(
+                replace=(
+                    (
+                        '            print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")\n',
+                        '            print(f"epoch {epoch} step {step:4d} loss {loss.item():.3f}")\n'
+                        "    optimizer.step()\n",
+                    ),
+                )
+            ),
+        ),
+        # the step of an optimizer over another copy of the model: the trained model's weights never change
+        WrongFix(
+            "step on an optimizer of a copy of the model",
+            Edit(
+                replace=(
+                    (
+                        "loss_fn = nn.CrossEntropyLoss()\n",
+                        "loss_fn = nn.CrossEntropyLoss()\n"
+                        "import copy\n"
+                        "stepper = torch.optim.SGD(copy.deepcopy(model).parameters(), lr=0.05, momentum=0.9)\n",
+                    ),
+                    ("        loss.backward()\n", "        loss.backward()\n        stepper.step()\n"),
+                )
+            ),
+        ),
         CorrectAlternative("step, then clear the gradients", Edit(replace=(STEP_THEN_CLEAR,))),
+        CorrectAlternative("the fix, plus standard clipping at 1.0", Edit(fixes="all", then=(clip_gradients(1.0),))),
     ),
 )
 

@@ -6,6 +6,8 @@ import pytest
 from tests import matrix
 from trainlab import checks
 from trainlab.workbook import labs
+from trainlab.checks.core import Incorrect
+from trainlab.checks.lab import judge_together
 from trainlab.checks.corpus import Edit, EditError, WrongFix, clip_gradients, lower_lr, train_longer
 
 LAB = "start/warmup"
@@ -47,13 +49,25 @@ def test_every_corpus_entry_applies_and_changes_its_lab():
 
 
 @pytest.fixture(scope="module")
-def warmup_verdicts(request):
+def warmup_judged(request):
+    """{variant: (Verdict, report)}: the corpus entries this run covers, the shipped script and the solution."""
     exercise = checks.get(LAB)
     entries = matrix.selected(exercise, request.config.getoption("matrix"))
-    return exercise.verdicts({entry.name: entry.edit.apply(LAB) for entry in entries})
+    sources = {"shipped": labs.source(LAB), "fixed": labs.source(LAB, fixed=True)}
+    sources |= {entry.name: entry.edit.apply(LAB) for entry in entries}
+    return judge_together([(exercise, name, text) for name, text in sources.items()])[exercise.name]
 
 
 @pytest.mark.convergence
 @matrix.parametrize(LAB)
-def test_warmup_corpus(warmup_verdicts, exercise, entry):
-    matrix.assert_expected(entry, warmup_verdicts[entry.name])
+def test_warmup_corpus(warmup_judged, exercise, entry):
+    matrix.assert_expected(entry, warmup_judged[entry.name][0])
+
+
+@pytest.mark.convergence
+def test_the_shipped_warmup_is_rejected_by_its_mechanisms_before_accuracy(warmup_judged):
+    exercise = checks.get(LAB)
+    (_, shipped), (_, fixed) = warmup_judged["shipped"], warmup_judged["fixed"]
+    exercise.judge_mechanisms(fixed, fixed)
+    with pytest.raises(Incorrect, match="optimizer steps"):
+        exercise.judge_mechanisms(shipped, fixed)

@@ -4,18 +4,21 @@ about, compared with the solution's run where a check may (`trainlab.checks.lab`
 import pytest
 
 from trainlab.checks.core import Incorrect
-from trainlab.checks.lab import LabExercise
+from trainlab import checks
 from trainlab.checks import mechanisms
 from trainlab.checks.mechanisms import (
     BY_CAUSE,
     GraphsReleased,
+    GradientNotCut,
     InputsNormalised,
-    Learns,
     LossGradientMatches,
+    StepsChangeWeights,
     UpdatesKept,
+    UpdatesSized,
 )
 from trainlab.debugging.exercises import EXERCISES
 from trainlab.doctor import causes
+from trainlab.drill.mutations import MUTATIONS
 
 NORMALISED = {"mean": 0.02, "std": 0.98}
 
@@ -82,15 +85,48 @@ def test_fp16_master_weights_are_judged_by_the_updates_they_keep_too():
     assert any(isinstance(m, UpdatesKept) for m in nan_3.mechanisms["fp16-master-weights"])
 
 
-def test_the_clipping_guard_only_guards_labs_judged_by_their_outcome_alone():
-    guarded = {e.name for e in EXERCISES if e.guards}
-    outcome_only = {e.name for e in EXERCISES if any(isinstance(m, Learns) for ms in e.mechanisms.values() for m in ms)}
-    assert guarded == outcome_only and "debugging/nan_1" in guarded and "debugging/nc_7" not in guarded
-    clipped_hard = {"clip_ratios": [0.1, 0.2, 0.3]}
-    lab = LabExercise("debugging/nc_7", mechanisms={"missing-zero-grad": Learns()})
+def test_no_cause_is_judged_by_accuracy_alone():
+    """Every cause a lab, the warm-up or a drill judges has mechanisms, and each of them can reject a run
+    (a judge that never raises would leave the cause to the accuracy bar; the runs that show each one rejects
+    its lab's shipped script are tests/debugging/test_labs.py and tests/start)."""
+    for exercise in checks.exercises.EXERCISES.values():
+        for cause, judges in getattr(exercise, "mechanisms", {}).items():
+            assert judges, f"{exercise.name}: {cause} has no mechanism"
+            for m in judges:
+                assert "judge" in type(m).__dict__, f"{exercise.name}: {type(m).__name__} judges nothing of its own"
+    assert set(MUTATIONS) <= set(BY_CAUSE), "a drill plants a cause no mechanism judges"
+
+
+def test_an_update_is_judged_by_its_size_against_the_solutions_whatever_set_it():
+    ref = {"update_ratio_median": 0.004, "update_ratio_late": [[26, 0.003], [51, 0.002]]}
+    UpdatesSized().judge({"update_ratio_median": 0.011, "update_ratio_late": [[26, 0.008], [51, 0.001]]}, ref)
+    UpdatesSized().judge({"update_ratio_median": 0.0005}, ref)  # smaller steps: the accuracy bar judges those
+    with pytest.raises(Incorrect, match="over the first optimizer steps each update changed the weights by 5.00%"):
+        UpdatesSized().judge({"update_ratio_median": 0.05}, ref)
+    with pytest.raises(Incorrect, match="at step 51 each update changed the weights by 0.90%"):  # a warm-up
+        UpdatesSized().judge({"update_ratio_median": 0.001, "update_ratio_late": [[26, 0.002], [51, 0.009]]}, ref)
+    with pytest.raises(Incorrect, match="not finite"):
+        UpdatesSized().judge({"update_ratio_median": float("nan")}, ref)
+    assert any(isinstance(m, GradientNotCut) for m in BY_CAUSE["lr-too-high"])
     with pytest.raises(Incorrect, match="gradient clipping"):
-        for guard in lab.guards:
-            guard.judge(clipped_hard, {})
+        GradientNotCut().judge({"clip_ratios": [0.1, 0.2, 0.3]}, {})
+    GradientNotCut().judge({"clip_ratios": [0.6, 0.9, 1.0]}, {})
+
+
+def test_steps_are_judged_by_whether_they_change_the_weights():
+    StepsChangeWeights().judge({"update_ratio_steps": 8, "update_steps_unchanged": 0}, {})
+    with pytest.raises(Incorrect, match="8 of the first 8 optimizer steps left every weight tensor"):
+        StepsChangeWeights().judge({"update_ratio_steps": 8, "update_steps_unchanged": 8}, {})
+
+
+def test_a_masked_loss_is_judged_by_the_gradient_it_sends_back():
+    want = [0.1, -0.9, 0.2, 0.6]
+    (unstable,) = BY_CAUSE["unstable-loss"]
+    unstable.judge({"logit_gradient": [2 * g for g in want]}, {"logit_gradient": want})
+    with pytest.raises(Incorrect, match="non-finite"):
+        unstable.judge({"logit_gradient": [float("nan")] * 4}, {"logit_gradient": want})
+    with pytest.raises(Incorrect, match="cosine 0.00"):  # nan_to_num: no gradient at all
+        unstable.judge({"logit_gradient": [0.0] * 4}, {"logit_gradient": want})
 
 
 def test_a_schedule_is_judged_again_at_a_second_training_set_size():

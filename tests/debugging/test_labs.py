@@ -13,7 +13,7 @@ from tests import matrix
 from trainlab import checks, paths
 from trainlab.workbook import labs
 from trainlab.checks.corpus import WrongFix
-from trainlab.checks.core import Outcome
+from trainlab.checks.core import Incorrect, Outcome
 from trainlab.checks.lab import judge_together
 from trainlab.debugging.exercises import EXERCISES
 
@@ -85,6 +85,9 @@ def test_solution_passes_and_the_shipped_script_would_not(judged, name):
     with pytest.raises(Outcome) as failed:  # judged as if it were an attempt: it fails
         exercise.judge_reports(run_of(judged, name, "shipped"), run_of(judged, name, "fixed"))
     assert failed.value.kind in ("incorrect", "error"), failed.value
+    # ... by its mechanisms, before the accuracy bar is read: no cause is judged by accuracy alone
+    with pytest.raises(Incorrect):
+        exercise.judge_mechanisms(run_of(judged, name, "shipped"), run_of(judged, name, "fixed"))
 
 
 @pytest.mark.parametrize("name", matrix.lab_params(NAMES))

@@ -97,9 +97,10 @@ class CorrectAlternative:
 # has nowhere to apply it, so a corpus entry never silently tests the unchanged script.
 
 
-def _sub_once(pattern, repl, text, what, flags=0):
-    new, count = re.subn(pattern, repl, text, count=1, flags=flags)
-    if not count:
+def sub_once(pattern, repl, text, what, flags=0, count=1):
+    """re.sub of the first match (count=0: of every match); EditError naming `what` when nothing matches."""
+    new, found = re.subn(pattern, repl, text, count=count, flags=flags)
+    if not found:
         raise EditError(f"{what}: nothing to change in this script")
     return new
 
@@ -126,14 +127,14 @@ def raise_lr(factor=10):
 
 def lower_lr(text, factor=10):
     """The first learning rate divided by factor."""
-    return _sub_once(r"\blr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / factor:g}", text, "lower the LR")
+    return sub_once(r"\blr=([0-9.e-]+)", lambda m: f"lr={float(m.group(1)) / factor:g}", text, "lower the LR")
 
 
 def clip_gradients(max_norm=1.0):
     """Gradient clipping at max_norm just before the first optimizer.step()."""
 
     def edit(text):
-        return _sub_once(
+        return sub_once(
             r"^(\s*)optimizer\.step\(\)",
             rf"\1torch.nn.utils.clip_grad_norm_(model.parameters(), {max_norm})\n\1optimizer.step()",
             text,
@@ -147,23 +148,18 @@ def clip_gradients(max_norm=1.0):
 
 def no_weight_decay(text):
     """Weight decay set to 0 wherever the script sets it."""
-    new, count = re.subn(r"\bweight_decay=([0-9.e-]+)", "weight_decay=0", text)
-    if not count:
-        raise EditError("turn weight decay off: nothing to change in this script")
-    return new
+    return sub_once(r"\bweight_decay=([0-9.e-]+)", "weight_decay=0", text, "turn weight decay off", count=0)
 
 
 def no_lr_schedule(text):
     """Every LR scheduler's step() turned into a no-op: the learning rate stays at its first value."""
-    new, count = re.subn(r"^(\s*)(\w*sched\w*)\.step\(\)", r"\1pass  # \2.step() turned off", text, flags=re.M)
-    if not count:
-        raise EditError("turn the LR schedule off: nothing to change in this script")
-    return new
+    pattern = r"^(\s*)(\w*sched\w*)\.step\(\)"
+    return sub_once(pattern, r"\1pass  # \2.step() turned off", text, "turn the LR schedule off", re.M, count=0)
 
 
 def train_longer(text, factor=10):
     """Ten times as many epochs."""
-    return _sub_once(r"range\((\d+)\):", lambda m: f"range({int(m.group(1)) * factor}):", text, "train longer")
+    return sub_once(r"range\((\d+)\):", lambda m: f"range({int(m.group(1)) * factor}):", text, "train longer")
 
 
 # ---------------------------------------------------------------- edits built around a script's text

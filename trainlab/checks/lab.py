@@ -8,18 +8,20 @@ in the parent, from what the child measured:
    the solution took), and the learner's losses stayed finite;
 2. for every cause the lab names, that cause's mechanism is fixed - what the run must show,
    measured in the learner's run (gradients fresh at every backward, where the master weights
-   live, the learning rate per step, time waiting for data, host reads per step, ...);
-3. on a lab judged by its outcome alone (a cause with no mechanism to measure: `Learns`), no
-   guard tripped: gradient clipping may not cut the median step's gradient to less than half its
-   norm (clipping hides exploding updates). A measured mechanism that holds is never overridden by
-   a guard: a fix that removes every cause and adds standard practice (clipping at 1.0, the usual
-   AMP recipe) is correct;
-4. it ran the check's number of optimizer steps;
-5. held-out accuracy closes at least `min_gap_closed` of the gap between chance and the
+   live, the learning rate per step, the size of each update, the loss's gradient at the logits,
+   time waiting for data, host reads per step, ...). No cause is judged by accuracy alone: the
+   accuracy bar (4) only adds to its mechanism, so standard practice on top of a full fix (clipping
+   at 1.0, the usual AMP recipe) is correct wherever the mechanism holds;
+3. it ran the check's number of optimizer steps;
+4. held-out accuracy closes at least `min_gap_closed` of the gap between chance and the
    solution's accuracy measured in the same run;
-6. where a value could be tuned to the check's own run (a schedule counted in batches of the
+5. where a value could be tuned to the check's own run (a schedule counted in batches of the
    check's capped training set), every mechanism also holds in a second run on a training set of
    another size (`also_at`).
+
+Every lab's corpus ends with a generated row, its solution plus standard practice
+(`trainlab.checks.practices`: clipping at 1.0, seeding, set_to_none, a fused optimizer, AMP with
+a scaler - those that apply), which the check must pass.
 
 An incorrect verdict states what was observed and its number, never the cause or the fix:
 naming those is for `hint()` and `solution()`. Mechanisms are keyed by the doctor's cause ids
@@ -40,8 +42,8 @@ from trainlab.checks.core import (
     Verdict,
     same_text,
 )
+from trainlab.checks import practices
 from trainlab.checks.measure import run_variants
-from trainlab.checks.mechanisms.outcome import GUARDS, Learns
 
 
 class LabExercise(Exercise):
@@ -60,15 +62,12 @@ class LabExercise(Exercise):
         min_gap_closed=0.5,
         chance=0.1,
         timeout=30.0,
-        guards=None,
     ):
         super().__init__(lab, hints, corpus)
+        standard = practices.row(self.lab)  # the solution plus standard practice: correct on every lab
+        self.corpus += (standard,) if standard else ()
         # cause id -> what must hold in the learner's run (one mechanism, or a tuple of them)
         self.mechanisms = {cause: m if isinstance(m, tuple) else (m,) for cause, m in mechanisms.items()}
-        # guards against masks, only where a cause is judged by its outcome alone: a measured mechanism
-        # that holds is never overridden (standard practice on top of a full fix is correct)
-        outcome_only = any(isinstance(m, Learns) for ms in self.mechanisms.values() for m in ms)
-        self.guards = (GUARDS if outcome_only else ()) if guards is None else tuple(guards)
         self.max_steps, self.max_train = max_steps, max_train  # max_train: cap the training set (cross epochs)
         self.also_at = also_at  # a second training-set cap every mechanism must also hold at (None: one run)
         self.min_gap_closed, self.chance = min_gap_closed, chance
@@ -200,8 +199,6 @@ class LabExercise(Exercise):
             raise Incorrect(f"the loss became non-finite ({mine['losses'][first]}) at step {first + 1}")
         if mine["steps"]:  # what the steps that ran show, even when there were too few of them
             self.judge_mechanisms(mine, ref)
-            for guard in self.guards:
-                guard.judge(mine, ref)
         if elsewhere is not None:
             self.judge_elsewhere(*elsewhere)
         if mine["steps"] < self.max_steps:

@@ -28,7 +28,6 @@ from trainlab.checks.mechanisms import (
     HostReadsAtMost,
     InputsNormalised,
     LabelsInformative,
-    Learns,
     NoConstantWeights,
     ReportKept,
     ScheduleMatches,
@@ -44,6 +43,16 @@ DATA_WAIT = (
     sample_fetches_at_most(),
 )  # samples fetched one by one per step: the same, counted
 HOST_READS = HostReadsAtMost()  # device syncs per step, on average and on any step
+
+
+def report_kept(*model_statistics):
+    """A per-class report still computed: the samples counted (`seen`) as the shipped script counts them, and
+    the model's statistics within a wider tolerance - they move with anything that changes how the model trains
+    (clipping at 1.0 moved slow_2's summed confidence 17.6% and its hits 6.2%), while a report kept on every
+    other sample or one step in four is 50-75% off."""
+    return ReportKept(("seen",)), ReportKept(model_statistics, total=0.3, entry=0.5)
+
+
 STEP = "        optimizer.step()\n"
 LOOP = (
     "        for i in range(len(y)):\n"
@@ -278,7 +287,6 @@ EXERCISES = [
                 "each batch standardised by its own statistics",
                 shipped(("        x = x * 255\n", "        x = (x - x.mean()) / x.std()\n")),
             ),
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         ),
     ),
     LabExercise(
@@ -437,7 +445,6 @@ EXERCISES = [
                 "cross-entropy with label smoothing",
                 fixed(("loss_fn = nn.CrossEntropyLoss()", "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)")),
             ),
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         ),
     ),
     LabExercise(
@@ -605,7 +612,6 @@ EXERCISES = [
                     )
                 ),
             ),
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         ),
     ),
     LabExercise(
@@ -649,8 +655,6 @@ EXERCISES = [
                     (STEP, STEP + "        optimizer.zero_grad()\n"),
                 ),
             ),
-            # standard practice on top of a full fix: clipping at 1.0 may cut the norm, it masks nothing here
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
             CorrectAlternative(
                 "gradients set to None by hand",
                 fixed(
@@ -664,7 +668,7 @@ EXERCISES = [
     ),
     LabExercise(
         "debugging/nan_1",
-        mechanisms={"lr-too-high": Learns()},
+        mechanisms={"lr-too-high": BY_CAUSE["lr-too-high"]},
         hints=(
             "Run `first-nonfinite` and `lr-range-test`: when does the loss blow up, and which "
             "learning rates make it fall?",
@@ -688,13 +692,13 @@ EXERCISES = [
                         "torch.optim.Adam(model.parameters(), lr=4.0)",
                     )
                 ),
-                reason="test accuracy",
+                reason="|delta w| / |w|",
             ),
             WrongFix(
                 "a learning rate 10x lower, still too high",
                 Edit(then=(lower_lr,)),
                 kind="partial",
-                reason="test accuracy",
+                reason="|delta w| / |w|",
             ),
             WrongFix(
                 "nan_to_num on the loss",
@@ -702,7 +706,7 @@ EXERCISES = [
                     ("        loss = loss_fn(model(x), y)\n", "        loss = torch.nan_to_num(loss_fn(model(x), y))\n")
                 ),
                 kind="mask",
-                reason="test accuracy",
+                reason="|delta w| / |w|",
             ),
             WrongFix(
                 "weight decay",
@@ -723,6 +727,7 @@ EXERCISES = [
                     ("        optimizer.step()\n", "        optimizer.step()\n        warmup.step()\n"),
                 ),
                 kind="mask",
+                reason="|delta w| / |w|",
             ),
             # normalisation layers let a model survive a too-large step: the learning rate is still 130x the fix's
             WrongFix(
@@ -735,15 +740,16 @@ EXERCISES = [
                     )
                 ),
                 kind="mask",
+                reason="|delta w| / |w|",
             ),
             # a third of the way down is still 13x the fix's rate; Nesterov momentum does not shrink the step
             WrongFix(
                 "a learning rate 3x lower, with Nesterov momentum",
                 shipped(("lr=4.0, momentum=0.9)", "lr=1.3, momentum=0.9, nesterov=True)")),
                 kind="partial",
+                reason="non-finite",
             ),
             CorrectAlternative("a learning rate of 0.01", fixed(("lr=0.03", "lr=0.01"))),
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
             # Adam at its usual rate: another optimizer, steps of a size the model can take
             CorrectAlternative(
                 "Adam at 1e-3",
@@ -758,7 +764,7 @@ EXERCISES = [
     ),
     LabExercise(
         "debugging/nan_2",
-        mechanisms={"unstable-loss": Learns()},
+        mechanisms={"unstable-loss": BY_CAUSE["unstable-loss"]},
         hints=(
             "Run `first-nonfinite`, `loss-inputs` and `dtypes`: where does the first non-finite value appear?",
             "Finite logits but a non-finite loss: the loss computation itself is unstable, a loss problem.",
@@ -776,7 +782,7 @@ EXERCISES = [
                     )
                 ),
                 kind="mask",
-                reason="test accuracy",
+                reason="holds non-finite values",
             ),
             WrongFix("lower the learning rate", Edit(then=(lower_lr,)), kind="mask", reason="non-finite"),
             WrongFix("clip gradients", Edit(then=(clip_gradients(1.0),)), kind="mask", reason="non-finite"),
@@ -816,6 +822,7 @@ EXERCISES = [
                         "    return ((p - t) ** 2).sum(dim=1).mean()",
                     )
                 ),
+                reason="the loss's gradient with respect to the logits",
             ),
             WrongFix(
                 "NLL of the probabilities",
@@ -825,6 +832,7 @@ EXERCISES = [
                         "    return nn.functional.nll_loss(p, target)",
                     )
                 ),
+                reason="the loss's gradient with respect to the logits",
             ),
             WrongFix(
                 "absolute error between the probabilities and the targets",
@@ -834,6 +842,7 @@ EXERCISES = [
                         "    return (p - t).abs().sum(dim=1).mean()",
                     )
                 ),
+                reason="the loss's gradient with respect to the logits",
             ),
             CorrectAlternative(
                 "cross-entropy of the probabilities with an epsilon",
@@ -844,7 +853,6 @@ EXERCISES = [
                     )
                 ),
             ),
-            CorrectAlternative("the fix, plus standard clipping at 1.0", fixed(then=(clip_gradients(1.0),))),
         ),
     ),
     LabExercise(
@@ -1009,7 +1017,7 @@ EXERCISES = [
         mechanisms={
             "host-syncs-in-loop": (
                 HOST_READS,
-                ReportKept(("seen", "hits", "top3_hits", "class_loss", "confidence", "confusion")),
+                *report_kept("hits", "top3_hits", "class_loss", "confidence", "confusion"),
             )
         },
         hints=(
@@ -1171,7 +1179,7 @@ EXERCISES = [
     ),
     LabExercise(
         "debugging/slow_3",
-        mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (HOST_READS, ReportKept(("seen", "hits")))},
+        mechanisms={"data-loader-starves": DATA_WAIT, "host-syncs-in-loop": (HOST_READS, *report_kept("hits"))},
         max_steps=120,
         hints=(
             "Run `time-split` and `host-reads`: where does a step's time go?",

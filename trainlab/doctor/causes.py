@@ -942,6 +942,8 @@ _LIMITS = {
     # loss
     # the check compares the loss's gradient at the logits with the solution's (the doctor has no solution)
     "softmax-before-cross-entropy": {"check": {"logit_gradient_cosine": 0.95}},
+    # the check compares the loss's gradient at the logits with the solution's: a finite, masked loss sends back another
+    "unstable-loss": {"check": {"logit_gradient_cosine": 0.95}},
     "unexplained-symptom": {
         "doctor": {
             "memorised_share": 0.75,  # overfit-one-batch's last loss under this share of its first: it memorises
@@ -981,9 +983,10 @@ _LIMITS = {
         "doctor": {
             "min_forwards": 10,  # training forwards, no backward: critical from here
             "min_backwards": 10,  # backwards with no step before it is judged
-            "min_iterations": 3,
-        }
-    },  # iterations compared by value: critical from here
+            "min_iterations": 3,  # iterations compared by value: critical from here
+        },
+        "check": {"unchanged_share": 0.5},  # of the inspected steps changing no weight the optimizer holds, at most
+    },
     "lr-schedule-too-fast": {
         "doctor": {
             "floor": 1e-3,  # of the peak LR: below it the LR has collapsed
@@ -997,9 +1000,10 @@ _LIMITS = {
             "above_suggestion": 10,  # an LR this many times the range test's suggestion
             "update_ratio": 0.1,  # |delta w| / |w| per step, median over weight tensors
             "first_update_ratio": 1.0,  # a first step larger than the weights themselves
-            "safe_lr_factor": 2,
-        }
-    },  # an LR within this factor of the suggestion: not too high
+            "safe_lr_factor": 2,  # an LR within this factor of the suggestion: not too high
+        },
+        "check": {"update_ratio": 3},  # |delta w| / |w| per step at most this times the solution's
+    },
     # |delta w| / |w| per step, median over weight tensors: healthy runs sit near 1e-3
     "lr-too-low": {"doctor": {"update_ratio": 1e-5}},
     "clipping-too-tight": {
@@ -1008,8 +1012,8 @@ _LIMITS = {
             "pinned_spread": 1e-3,
         }
     },  # gradient norms within this of their largest: pinned
-    # the guard against clipping standing in for a fix (checks.mechanisms.GUARDS): the median clipping call
-    # keeps at least this share of the gradient's norm
+    # lr-too-high's check: clipping may not stand in for the fix (checks.mechanisms.GradientNotCut): the median
+    # clipping call keeps at least this share of the gradient's norm
     "gradient-clipping": {"check": {"norm_kept": 0.5}},
     "learns-far-worse": {
         "doctor": {

@@ -429,7 +429,6 @@ EXERCISES += [
                 ),
             ),
         ),
-        guards=(),
     ),
     LabExercise(
         "memory/prec_2",
@@ -528,6 +527,5 @@ EXERCISES += [
                 ),
             ),
         ),
-        guards=(),
     ),
 ]

@@ -3,9 +3,9 @@
 %%lab start/warmup        (or %%lab warmup)
 """
 
-from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, clip_gradients, lower_lr, train_longer
+from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix, lower_lr, train_longer
 from trainlab.checks.lab import LabExercise
-from trainlab.checks.mechanisms import Learns
+from trainlab.checks.mechanisms import BY_CAUSE
 
 # zero_grad, backward and step in an order that still trains: gradients cleared right after stepping
 STEP_THEN_CLEAR = (
@@ -15,7 +15,7 @@ STEP_THEN_CLEAR = (
 
 WARMUP = LabExercise(
     "start/warmup",
-    mechanisms={"missing-optimizer-step": Learns()},
+    mechanisms={"missing-optimizer-step": BY_CAUSE["missing-optimizer-step"]},
     hints=(
         "Copy the weights before training and compare them after a few steps; watch the loss per step.",
         "The weights never change, so neither data nor model can be the problem: nothing applies "
@@ -42,7 +42,7 @@ WARMUP = LabExercise(
         WrongFix(
             "step before backward",
             Edit(replace=(("        loss.backward()\n", "        optimizer.step()\n        loss.backward()\n"),)),
-            reason="test accuracy",
+            reason="left every weight tensor the optimizer holds unchanged",
         ),
         # a tenth of the updates: the loss falls, more slowly
         WrongFix(
@@ -55,6 +55,7 @@ WARMUP = LabExercise(
                     ),
                 )
             ),
+            reason="optimizer steps for 200 backward passes",
         ),
         # one step at each epoch's end, on the last batch's gradients: two updates in the whole run
         WrongFix(
@@ -68,6 +69,7 @@ WARMUP = LabExercise(
                     ),
                 )
             ),
+            reason="optimizer steps ran",
         ),
         # the step of an optimizer over another copy of the model: the trained model's weights never change
         WrongFix(
@@ -83,9 +85,9 @@ WARMUP = LabExercise(
                     ("        loss.backward()\n", "        loss.backward()\n        stepper.step()\n"),
                 )
             ),
+            reason="left every weight tensor the optimizer holds unchanged",
         ),
         CorrectAlternative("step, then clear the gradients", Edit(replace=(STEP_THEN_CLEAR,))),
-        CorrectAlternative("the fix, plus standard clipping at 1.0", Edit(fixes="all", then=(clip_gradients(1.0),))),
     ),
 )
 

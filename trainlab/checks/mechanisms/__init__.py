@@ -5,10 +5,11 @@ one file per category of the doctor's checklist (`trainlab.doctor.causes.CATEGOR
 - `data.py`: inputs normalised, labels informative, batches that mix classes and differ;
 - `model.py`: weights that start different, units that fire;
 - `loss.py`: logits into the loss, the gradient at the logits;
-- `optimizer.py`: gradients cleared and applied, what the optimizer holds, the LR per step, weight decay;
+- `optimizer.py`: gradients cleared and applied, what the optimizer holds, the LR per step, the size of each
+  update, clipping that stands in for a fix, weight decay;
 - `device.py`: time waiting for data, host reads per step, graphs released, the batch size;
 - `precision.py`: fp32 master weights, updates kept, representable gradients, no float64;
-- `outcome.py`: a cause judged by what the model learns (`Learns`), the clipping guard, a lab's report kept.
+- `outcome.py`: a lab's report kept.
 
 Each category file declares `JUDGES` = {cause id: mechanisms} for its own causes; BY_CAUSE gathers them in the
 registry's order. Labs (`LabExercise`) and drills (`trainlab.drill`) judge a cause by its entry here, so adding
@@ -31,12 +32,15 @@ from trainlab.checks.mechanisms.model import NoConstantWeights, UnitsFire
 from trainlab.checks.mechanisms.optimizer import (
     AllParamsOptimized,
     FreshGradients,
+    GradientNotCut,
     GradientsAtStep,
     ScheduleMatches,
     StepEveryBackward,
+    StepsChangeWeights,
+    UpdatesSized,
     WeightDecayAtMost,
 )
-from trainlab.checks.mechanisms.outcome import GUARDS, GradientNotCut, Learns, ReportKept
+from trainlab.checks.mechanisms.outcome import ReportKept
 from trainlab.checks.mechanisms.precision import Fp32MasterWeights, GradientsRepresentable, NoFloat64, UpdatesKept
 from trainlab.doctor import causes
 
@@ -67,7 +71,6 @@ __all__ = [
     "ClassesPerBatch",
     "Fp32MasterWeights",
     "FreshGradients",
-    "GUARDS",
     "GradientNotCut",
     "GradientsAtStep",
     "GradientsRepresentable",
@@ -75,7 +78,6 @@ __all__ = [
     "HostReadsAtMost",
     "InputsNormalised",
     "LabelsInformative",
-    "Learns",
     "LogitsIntoLoss",
     "LossGradientMatches",
     "NoConstantWeights",
@@ -83,8 +85,10 @@ __all__ = [
     "ReportKept",
     "ScheduleMatches",
     "StepEveryBackward",
+    "StepsChangeWeights",
     "UnitsFire",
     "UpdatesKept",
+    "UpdatesSized",
     "WeightDecayAtMost",
     "data_wait_at_most",
     "graph_growth_at_most",

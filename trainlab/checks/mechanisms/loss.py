@@ -4,7 +4,6 @@ import math
 from dataclasses import dataclass
 
 from trainlab.checks.core import Incorrect
-from trainlab.checks.mechanisms.outcome import Learns
 from trainlab.doctor import causes
 
 
@@ -27,7 +26,9 @@ class LossGradientMatches:
     calls: on the first batch (the same weights and data in both runs), the gradient of the loss with
     respect to the logits - the output of the last Linear layer - points the way the solution's does.
     Any scale passes (a summed loss with the learning rate divided by the batch, NLL of log_softmax);
-    a loss of the probabilities (squared error, a hinge, cross-entropy of rescaled probabilities) does not."""
+    a loss of the probabilities (squared error, a hinge, cross-entropy of rescaled probabilities) does not.
+    unstable-loss is judged the same way: a loss made finite by masking (nan_to_num, a clamp) sends back
+    no gradient, or a non-finite one, where the divergence sends back its own."""
 
     least: float = causes.limit("softmax-before-cross-entropy", "check")["logit_gradient_cosine"]
 
@@ -35,6 +36,11 @@ class LossGradientMatches:
         got, want = mine.get("logit_gradient"), ref.get("logit_gradient")
         if not want or not got or len(got) != len(want):  # no Linear layer, or another batch size: not comparable
             return
+        if not all(math.isfinite(g) for g in got):
+            raise Incorrect(
+                "on the first batch, the loss's gradient with respect to the logits (the last Linear layer's "
+                "output) holds non-finite values"
+            )
         dot = sum(a * b for a, b in zip(got, want))
         norms = math.sqrt(sum(a * a for a in got)) * math.sqrt(sum(b * b for b in want))
         cosine = dot / norms if norms else 0.0
@@ -49,5 +55,5 @@ class LossGradientMatches:
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).
 JUDGES = {
     "softmax-before-cross-entropy": (LogitsIntoLoss(), LossGradientMatches()),
-    "unstable-loss": (Learns(),),
+    "unstable-loss": (LossGradientMatches(causes.limit("unstable-loss", "check")["logit_gradient_cosine"]),),
 }

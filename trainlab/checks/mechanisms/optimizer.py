@@ -5,7 +5,6 @@ import math
 from dataclasses import dataclass
 
 from trainlab.checks.core import Incorrect
-from trainlab.checks.mechanisms.outcome import Learns
 from trainlab.doctor import causes
 
 
@@ -30,6 +29,70 @@ class StepEveryBackward:
     def judge(self, mine, ref):
         if mine["steps"] < mine["backwards"]:
             raise Incorrect(f"{mine['steps']} optimizer steps for {mine['backwards']} backward passes")
+
+
+@dataclass(frozen=True)
+class StepsChangeWeights:
+    """missing-optimizer-step: the optimizer's steps change the weights it holds - a step called where
+    the gradients were just cleared, or on an optimizer over another copy of the model, changes nothing."""
+
+    most: float = causes.limit("missing-optimizer-step", "check")["unchanged_share"]
+
+    def judge(self, mine, ref):
+        steps, unchanged = mine.get("update_ratio_steps") or 0, mine.get("update_steps_unchanged") or 0
+        if steps and unchanged > int(steps * self.most):
+            raise Incorrect(
+                f"{unchanged} of the first {steps} optimizer steps left every weight tensor the optimizer "
+                "holds unchanged"
+            )
+
+
+@dataclass(frozen=True)
+class UpdatesSized:
+    """lr-too-high: each optimizer step changes the weights by about as much as the solution's steps
+    do - |delta w| / |w|, the median over weight tensors, at most `most` times the solution's over the
+    first inspected steps and at every later sampled step. Judged on what a step does, not on the
+    learning rate's value: any optimizer, a smaller rate, a schedule that stays in range or a scaled
+    loss passes; a warm-up that climbs back to the shipped rate, or a normalisation layer that lets the
+    model survive steps of the same size, does not."""
+
+    most: float = causes.limit("lr-too-high", "check")["update_ratio"]
+
+    def judge(self, mine, ref):
+        got, want = mine.get("update_ratio_median"), ref.get("update_ratio_median")
+        if got is None or want is None:  # no weight tensor stepped in one of the runs: nothing to compare
+            return
+        if not math.isfinite(got):
+            raise Incorrect("over the first optimizer steps, the weights' updates were not finite")
+        if got > self.most * want:
+            raise Incorrect(self._said("over the first optimizer steps", got, want))
+        theirs = dict((step, ratio) for step, ratio in ref.get("update_ratio_late") or [])
+        for step, ratio in mine.get("update_ratio_late") or []:
+            if step in theirs and not ratio <= self.most * theirs[step]:
+                raise Incorrect(self._said(f"at step {step}", ratio, theirs[step]))
+
+    def _said(self, when, got, want):
+        return (
+            f"{when} each update changed the weights by {got:.2%} of their norm (|delta w| / |w|, the median over "
+            f"weight tensors); the solution's updates change them by {want:.2%}: at most {self.most:g}x that is "
+            "expected"
+        )
+
+
+@dataclass(frozen=True)
+class GradientNotCut:
+    """lr-too-high: gradient clipping may smooth a run, not stand in for a fix - on the median clipping
+    call the gradient keeps at least min_ratio of its norm (a standard clip at 1.0 on top of a real fix
+    does; clipping hard keeps the updates small while the learning rate stays too high)."""
+
+    min_ratio: float = causes.limit("gradient-clipping", "check")["norm_kept"]
+
+    def judge(self, mine, ref):
+        ratios = sorted(mine.get("clip_ratios", []))
+        if ratios and ratios[len(ratios) // 2] < self.min_ratio:
+            raise Incorrect(
+                f"gradient clipping leaves the median step's gradient {ratios[len(ratios) // 2]:.0%} of its norm"
+            )
 
 
 @dataclass(frozen=True)
@@ -88,10 +151,10 @@ class WeightDecayAtMost:
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).
 JUDGES = {
     "missing-zero-grad": (FreshGradients(),),
-    "missing-optimizer-step": (StepEveryBackward(),),
+    "missing-optimizer-step": (StepEveryBackward(), StepsChangeWeights()),
     "zero-grad-before-step": (GradientsAtStep(),),
     "lr-schedule-too-fast": (ScheduleMatches(),),
     "params-not-in-optimizer": (AllParamsOptimized(),),
-    "lr-too-high": (Learns(),),
+    "lr-too-high": (UpdatesSized(), GradientNotCut()),
     "weight-decay-too-high": (WeightDecayAtMost(),),
 }

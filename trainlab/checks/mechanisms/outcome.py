@@ -1,37 +1,10 @@
-"""What no single cause's mechanism covers: a cause that shows only in what the model learns (`Learns`),
-the guard against gradient clipping standing in for a fix, and a lab's own report kept intact."""
+"""What no single cause's mechanism covers: a lab's own report kept intact (a fix that deletes the code
+that had the bug deletes what it computed too)."""
 
 import math
 from dataclasses import dataclass
 
 from trainlab.checks.core import Incorrect
-from trainlab.doctor import causes
-
-
-@dataclass(frozen=True)
-class Learns:
-    """The cause shows only through what the model learns: judged by the accuracy bar alone."""
-
-    def judge(self, mine, ref):
-        pass
-
-
-@dataclass(frozen=True)
-class GradientNotCut:
-    """Gradient clipping may smooth a run, not replace a fix: on the median clipping call the
-    gradient keeps at least min_ratio of its norm (a standard clip at 1.0 on top of a real fix does)."""
-
-    min_ratio: float = causes.limit("gradient-clipping", "check")["norm_kept"]
-
-    def judge(self, mine, ref):
-        ratios = sorted(mine.get("clip_ratios", []))
-        if ratios and ratios[len(ratios) // 2] < self.min_ratio:
-            raise Incorrect(
-                f"gradient clipping leaves the median step's gradient {ratios[len(ratios) // 2]:.0%} of its norm"
-            )
-
-
-GUARDS = (GradientNotCut(),)
 
 
 @dataclass(frozen=True)

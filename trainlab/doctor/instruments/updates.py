@@ -10,6 +10,8 @@ import torch
 from trainlab.doctor.instruments.base import Instrument, is_sharded, median_float, optimizer_params
 from trainlab.doctor.instruments.gradients import DETAIL_STEPS
 
+LATE_EVERY = 25  # exercise checks (every_step): after the inspected steps, every this-many-th step is measured too
+
 
 class Updates(Instrument):
     attribute = "updates"  # probe.updates
@@ -22,6 +24,8 @@ class Updates(Instrument):
         "update_ratio_median",
         "update_ratio_first",
         "update_ratio_steps",
+        "update_ratio_late",
+        "update_steps_unchanged",
         "updates_by_hand",
         "iterations_compared",
     )
@@ -31,6 +35,7 @@ class Updates(Instrument):
         self.optimizers = []  # every optimizer that stepped, in the order first seen
         self.lrs = []  # per step: each group's learning rate
         self.update_ratios = []  # per inspected step: parameter name -> |delta w| / |w|
+        self.late_ratios = []  # exercise checks: [step, median |delta w| / |w|] every LATE_EVERY steps after those
         self._before_update = {}  # parameter -> its value before an inspected optimizer step
         self.iterations_compared = 0  # iterations without a torch.optim step whose parameters were compared
         self.updates_by_hand = 0  # ... and of those, the ones whose parameters changed
@@ -74,14 +79,19 @@ class Updates(Instrument):
         self._before_iteration = None
         if optimizer not in self.optimizers:
             self.optimizers.append(optimizer)
-        if self.probe.steps < DETAIL_STEPS:
+        steps = self.probe.steps
+        if steps < DETAIL_STEPS or (self.probe.every_step and steps % LATE_EVERY == 0):
             with self.probe.internal(), torch.no_grad():
                 self._before_update = {p: p.detach().clone() for p in optimizer_params([optimizer])}
 
     def step_end(self, optimizer, now):
         if self._before_update:
             with self.probe.internal(), torch.no_grad():
-                self.update_ratios.append(self._ratios(self._before_update))
+                ratios = self._ratios(self._before_update)
+            if self.probe.steps < DETAIL_STEPS:
+                self.update_ratios.append(ratios)
+            elif ratios:
+                self.late_ratios.append([self.probe.steps + 1, median_float(list(ratios.values()))])
             self._before_update = {}
 
     def step_counted(self, optimizer, now):
@@ -124,6 +134,10 @@ class Updates(Instrument):
             # the first step alone: what the LR gives before gradients left un-zeroed pile up
             "update_ratio_first": median_float(list(steps[0].values())) if steps and steps[0] else None,
             "update_ratio_steps": len(steps),
+            # inspected steps that changed no weight tensor they hold (nothing to apply, or another model's)
+            "update_steps_unchanged": sum(1 for step in steps if step and not any(r > 0 for r in step.values())),
+            # exercise checks: [step, median over weight tensors] every LATE_EVERY steps after the inspected ones
+            "update_ratio_late": self.late_ratios,
             "updates_by_hand": self.updates_by_hand,
             "iterations_compared": self.iterations_compared,
         }

@@ -265,7 +265,9 @@ def test_check_rejects_the_broken_script_and_wrong_fixes_and_passes_the_fix(seed
     exercise = made.exercise
     assert exercise.verdict(made.source).kind == "not attempted"
     assert exercise.corpus, f"{made.name}: no wrong fix applies"
-    wrong = exercise.corpus if len(made.lab.causes) > 1 else exercise.corpus[:1]
+    # every entry for two bugs; else the first wrong fix and the last row, the fix plus standard practice
+    wrong = exercise.corpus if len(made.lab.causes) > 1 else exercise.corpus[:1] + exercise.corpus[-1:]
+    assert exercise.corpus[-1].name.startswith("the fix, plus standard practice")
     sources = {"fix": made.lab.source(fixed=True), **{w.name: w.edit.apply(made.name) for w in wrong}}
     verdicts = exercise.verdicts(sources)
     assert verdicts["fix"].passed, verdicts["fix"]

@@ -34,6 +34,8 @@ TOOLS = {
     "tools.suite_time": "times a whole test command (make test, on a fresh clone): its own command, 20 minutes or more",
     "heldout.wrong_fixes_third_set": "issue 33's held-out wrong fixes, run once and scored apart: rerunning it would "
     "tune the checks to it",
+    "heldout.wrong_fixes_class1": "issue 45 class 1's held-out edits, run once and scored apart: rerunning it would "
+    "tune the checks to it",
     "heldout.doctor_unseen_scripts": "issue 34's held-out scripts, run once and scored apart: rerunning it would tune "
     "the doctor to it",
 }

@@ -12,6 +12,7 @@ from trainlab.checks.mechanisms import (
     GradientNotCut,
     InputsNormalised,
     LossGradientMatches,
+    StepEveryBackward,
     StepsChangeWeights,
     UpdatesKept,
     UpdatesSized,
@@ -111,6 +112,15 @@ def test_an_update_is_judged_by_its_size_against_the_solutions_whatever_set_it()
     with pytest.raises(Incorrect, match="gradient clipping"):
         GradientNotCut().judge({"clip_ratios": [0.1, 0.2, 0.3]}, {})
     GradientNotCut().judge({"clip_ratios": [0.6, 0.9, 1.0]}, {})
+
+
+def test_weights_updated_by_hand_count_as_steps_only_when_every_compared_iteration_updated_them():
+    by_hand = {"steps": 0, "backwards": 200, "iterations": 200, "iterations_compared": 8, "updates_by_hand": 8}
+    StepEveryBackward().judge(by_hand, {})
+    with pytest.raises(Incorrect, match="0 optimizer steps for 200 backward passes"):  # one update in ten
+        StepEveryBackward().judge(dict(by_hand, updates_by_hand=1), {})
+    with pytest.raises(Incorrect, match="20 optimizer steps for 200"):
+        StepEveryBackward().judge({"steps": 20, "backwards": 200, "iterations": 200}, {})
 
 
 def test_steps_are_judged_by_whether_they_change_the_weights():

@@ -12,7 +12,7 @@ in the parent, from what the child measured:
    time waiting for data, host reads per step, ...). No cause is judged by accuracy alone: the
    accuracy bar (4) only adds to its mechanism, so standard practice on top of a full fix (clipping
    at 1.0, the usual AMP recipe) is correct wherever the mechanism holds;
-3. it ran the check's number of optimizer steps;
+3. it ran the check's number of optimizer steps (or, updating the weights by hand, of iterations);
 4. held-out accuracy closes at least `min_gap_closed` of the gap between chance and the
    solution's accuracy measured in the same run;
 5. where a value could be tuned to the check's own run (a schedule counted in batches of the
@@ -44,6 +44,7 @@ from trainlab.checks.core import (
 )
 from trainlab.checks import practices
 from trainlab.checks.measure import run_variants
+from trainlab.checks.mechanisms.optimizer import updates_applied
 
 
 class LabExercise(Exercise):
@@ -201,8 +202,8 @@ class LabExercise(Exercise):
             self.judge_mechanisms(mine, ref)
         if elsewhere is not None:
             self.judge_elsewhere(*elsewhere)
-        if mine["steps"] < self.max_steps:
-            raise Incorrect(f"only {mine['steps']} optimizer steps ran; the check needs {self.max_steps}")
+        if updates_applied(mine) < self.max_steps:
+            raise Incorrect(f"only {updates_applied(mine)} optimizer steps ran; the check needs {self.max_steps}")
         if mine.get("accuracy") is None:
             raise Incorrect(
                 "keep the names `model` and `test_loader`: the check evaluates them"
@@ -211,7 +212,7 @@ class LabExercise(Exercise):
         acc, best = mine["accuracy"], ref["accuracy"]
         needed = self.chance + self.min_gap_closed * (best - self.chance)
         numbers = (
-            f"test accuracy {acc:.1%} after {mine['steps']} steps; the solution reaches {best:.1%}, "
+            f"test accuracy {acc:.1%} after {updates_applied(mine)} steps; the solution reaches {best:.1%}, "
             f"chance is {self.chance:.0%}"
         )
         if acc < needed:

@@ -88,6 +88,23 @@ WARMUP = LabExercise(
             reason="left every weight tensor the optimizer holds unchanged",
         ),
         CorrectAlternative("step, then clear the gradients", Edit(replace=(STEP_THEN_CLEAR,))),
+        # SGD with momentum written out: the weights move every step, without optimizer.step()
+        CorrectAlternative(
+            "the update written by hand",
+            Edit(
+                replace=(
+                    ("loss_fn = nn.CrossEntropyLoss()\n", "loss_fn = nn.CrossEntropyLoss()\nvelocity = {}\n"),
+                    (
+                        "        loss.backward()\n",
+                        "        loss.backward()\n"
+                        "        with torch.no_grad():\n"
+                        "            for p in model.parameters():\n"
+                        "                v = velocity.setdefault(p, torch.zeros_like(p)).mul_(0.9).add_(p.grad)\n"
+                        "                p -= 0.05 * v\n",
+                    ),
+                )
+            ),
+        ),
     ),
 )
 

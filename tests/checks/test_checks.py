@@ -53,7 +53,7 @@ def test_unchanged_cell_is_not_attempted(warmup):
 
 
 def test_too_few_steps_is_incorrect_with_the_count(warmup, reports):
-    short = dict(reports["solution"], steps=3)
+    short = dict(reports["solution"], steps=3, backwards=3, iterations=3)  # a run that stopped early
     with pytest.raises(Incorrect, match="only 3 optimizer steps"):
         warmup.judge_reports(short, reports["solution"])
 

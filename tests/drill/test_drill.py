@@ -22,7 +22,7 @@ import pytest
 from trainlab import drill
 from trainlab.workbook import labs
 from trainlab.checks.core import Incorrect
-from trainlab.checks.corpus import CorrectAlternative
+from trainlab.checks.corpus import CorrectAlternative, WrongFix
 from trainlab.checks.mechanisms import BY_CAUSE
 from trainlab.doctor.causes import CAUSES, menu
 from trainlab.doctor.examine import diagnose_here
@@ -264,7 +264,7 @@ def test_check_rejects_the_broken_script_and_wrong_fixes_and_passes_the_fix(seed
     made = drill.new(seed)
     exercise = made.exercise
     assert exercise.verdict(made.source).kind == "not attempted"
-    assert exercise.corpus, f"{made.name}: no wrong fix applies"
+    assert any(isinstance(e, WrongFix) for e in exercise.corpus), f"{made.name}: no wrong fix applies"
     # every entry for two bugs; else the first wrong fix and the last row, the fix plus standard practice
     wrong = exercise.corpus if len(made.lab.causes) > 1 else exercise.corpus[:1] + exercise.corpus[-1:]
     assert exercise.corpus[-1].name.startswith("the fix, plus standard practice")

@@ -166,7 +166,7 @@ class LabExercise(Exercise):
                 f"the check's second run (a training set of {self.also_at} images) did not finish; run "
                 "the cell again when the machine is less busy"
             )
-        if mine["status"] != "ok" or not mine["steps"]:
+        if mine["status"] != "ok" or not updates_applied(mine):
             raise LearnerError(
                 f"on a training set of {self.also_at} images: {mine.get('error') or 'no step ran'}",
                 mine.get("traceback") or "",
@@ -198,7 +198,7 @@ class LabExercise(Exercise):
         if not mine["finite"]:
             first = next(i for i, x in enumerate(mine["losses"]) if not math.isfinite(x))
             raise Incorrect(f"the loss became non-finite ({mine['losses'][first]}) at step {first + 1}")
-        if mine["steps"]:  # what the steps that ran show, even when there were too few of them
+        if updates_applied(mine):  # what the steps that ran show, even when there were too few of them
             self.judge_mechanisms(mine, ref)
         if elsewhere is not None:
             self.judge_elsewhere(*elsewhere)

@@ -34,7 +34,7 @@ def set_to_none(text):
 
 def fused_optimizer(text):
     """Every optimizer's fused implementation (one kernel for all parameters' updates; CPU and CUDA)."""
-    pattern = r"^(\w+ = torch\.optim\.(?:SGD|Adam|AdamW)\(.*)\)(\s*(?:#.*)?)$"
+    pattern = r"^(\w+ = torch\.optim\.(?:SGD|Adam|AdamW)\((?:(?!foreach|fused|#).)*)\)(\s*(?:#.*)?)$"
     return sub_once(pattern, r"\1, fused=True)\2", text, "a fused optimizer (one-line SGD, Adam, AdamW)", re.M, count=0)
 
 
@@ -44,9 +44,10 @@ def amp_with_scaler(text):
     if "autocast" in text or "GradScaler" in text:
         raise EditError("AMP: this script already chooses its precision")
     lines = text.splitlines(keepends=True)
-    at = next((i for i, line in enumerate(lines) if re.match(r"[ \t]+loss = ", line)), None)
-    if at is None:
-        raise EditError("AMP: no indented `loss = ...` line in this script")
+    backward = next((i for i, line in enumerate(lines) if re.match(r"\s*loss\.backward\(\)", line)), None)
+    at = next((i for i in range(backward or 0, -1, -1) if re.match(r"[ \t]+loss = ", lines[i])), None)
+    if backward is None or at is None:  # the loss the backward uses: the last `loss = ...` line before it
+        raise EditError("AMP: no indented `loss = ...` line before loss.backward() in this script")
     indent = _indent(lines[at])
     first = at  # from the forward just above the loss (assignments at the loss's indent), all under autocast
     for above in range(at - 1, max(at - 4, -1), -1):
@@ -77,9 +78,16 @@ def _indent(line):
     return line[: len(line) - len(line.lstrip())]
 
 
+def clipping(text):
+    """Gradient clipping at 1.0 before the step, where the script clips nothing yet."""
+    if "clip_grad" in text:
+        raise EditError("clipping: this script already clips its gradients")
+    return clip_gradients(1.0)(text)
+
+
 # (name, edit), in the order they are applied: clipping before AMP, which unscales what clipping reads
 PRACTICES = (
-    ("gradient clipping at 1.0", clip_gradients(1.0)),
+    ("gradient clipping at 1.0", clipping),
     ("every generator seeded", seed_everything),
     ("zero_grad(set_to_none=True)", set_to_none),
     ("a fused optimizer", fused_optimizer),
@@ -92,9 +100,11 @@ def applicable(text):
     found = []
     for name, edit in PRACTICES:
         try:
-            text = edit(text)
-        except EditError:
+            edited = edit(text)
+            compile(edited, name, "exec")  # an edit that breaks the script (a call over several lines) does not apply
+        except (EditError, SyntaxError):
             continue
+        text = edited
         found.append(name)
     return found
 

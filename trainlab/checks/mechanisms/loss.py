@@ -34,13 +34,13 @@ class LossGradientMatches:
 
     def judge(self, mine, ref):
         got, want = mine.get("logit_gradient"), ref.get("logit_gradient")
-        if not want or not got or len(got) != len(want):  # no Linear layer, or another batch size: not comparable
-            return
-        if not all(math.isfinite(g) for g in got):
+        if got and not all(math.isfinite(g) for g in got):  # whatever the batch size
             raise Incorrect(
                 "on the first batch, the loss's gradient with respect to the logits (the last Linear layer's "
                 "output) holds non-finite values"
             )
+        if not want or not got or len(got) != len(want):  # no Linear layer, or another batch size: not comparable
+            return
         dot = sum(a * b for a, b in zip(got, want))
         norms = math.sqrt(sum(a * a for a in got)) * math.sqrt(sum(b * b for b in want))
         cosine = dot / norms if norms else 0.0

@@ -91,7 +91,7 @@ def test_fp16_master_weights_are_judged_by_the_updates_they_keep_too():
 def test_no_cause_is_judged_by_accuracy_alone():
     """Every cause a lab, the warm-up or a drill judges has mechanisms, and each of them can reject a run
     (a judge that never raises would leave the cause to the accuracy bar; the runs that show each one rejects
-    its lab's shipped script are tests/debugging/test_labs.py and tests/start)."""
+    its lab's shipped script are tests/debugging/test_labs.py and tests/checks/test_corpus.py)."""
     for exercise in checks.exercises.EXERCISES.values():
         for cause, judges in getattr(exercise, "mechanisms", {}).items():
             assert judges, f"{exercise.name}: {cause} has no mechanism"

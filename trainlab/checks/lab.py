@@ -198,12 +198,13 @@ class LabExercise(Exercise):
         if not mine["finite"]:
             first = next(i for i, x in enumerate(mine["losses"]) if not math.isfinite(x))
             raise Incorrect(f"the loss became non-finite ({mine['losses'][first]}) at step {first + 1}")
-        if updates_applied(mine):  # what the steps that ran show, even when there were too few of them
+        steps = updates_applied(mine)
+        if steps:  # what the steps that ran show, even when there were too few of them
             self.judge_mechanisms(mine, ref)
         if elsewhere is not None:
             self.judge_elsewhere(*elsewhere)
-        if updates_applied(mine) < self.max_steps:
-            raise Incorrect(f"only {updates_applied(mine)} optimizer steps ran; the check needs {self.max_steps}")
+        if steps < self.max_steps:
+            raise Incorrect(f"only {steps} optimizer steps ran; the check needs {self.max_steps}")
         if mine.get("accuracy") is None:
             raise Incorrect(
                 "keep the names `model` and `test_loader`: the check evaluates them"
@@ -212,8 +213,7 @@ class LabExercise(Exercise):
         acc, best = mine["accuracy"], ref["accuracy"]
         needed = self.chance + self.min_gap_closed * (best - self.chance)
         numbers = (
-            f"test accuracy {acc:.1%} after {updates_applied(mine)} steps; the solution reaches {best:.1%}, "
-            f"chance is {self.chance:.0%}"
+            f"test accuracy {acc:.1%} after {steps} steps; the solution reaches {best:.1%}, chance is {self.chance:.0%}"
         )
         if acc < needed:
             raise Incorrect(f"{numbers}; at least {needed:.1%} is needed")

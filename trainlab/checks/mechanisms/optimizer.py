@@ -36,8 +36,9 @@ class StepEveryBackward:
     """missing-optimizer-step: the weights are updated once per backward pass (by an optimizer, or by hand)."""
 
     def judge(self, mine, ref):
-        if updates_applied(mine) < mine["backwards"]:
-            raise Incorrect(f"{updates_applied(mine)} optimizer steps for {mine['backwards']} backward passes")
+        steps = updates_applied(mine)
+        if steps < mine["backwards"]:
+            raise Incorrect(f"{steps} optimizer steps for {mine['backwards']} backward passes")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class UpdatesSized:
             raise Incorrect("over the first optimizer steps, the weights' updates were not finite")
         if got > self.most * want:
             raise Incorrect(self._said("over the first optimizer steps", got, want))
-        theirs = dict((step, ratio) for step, ratio in ref.get("update_ratio_late") or [])
+        theirs = dict(ref.get("update_ratio_late") or [])  # step -> ratio
         for step, ratio in mine.get("update_ratio_late") or []:
             if step in theirs and not ratio <= self.most * theirs[step]:
                 raise Incorrect(self._said(f"at step {step}", ratio, theirs[step]))

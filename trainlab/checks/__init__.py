@@ -5,6 +5,8 @@
 - `mechanisms/`: what "fixed" means for each cause, one file per category (`BY_CAUSE`);
 - `measure.py`: the measuring child those labs (and module 01's panel) run variants in, under the doctor's probe;
 - `corpus.py`: the format of each exercise's wrong fixes and correct alternatives;
+- `practices.py`: standard practice (clipping, seeding, set_to_none, fused, AMP) added to a fix, every exercise's
+  last correct alternative;
 - `exercises.py`: every exercise by name (declared in `trainlab/<module>/exercises.py`);
 - `magic.py`: the `%%lab` cell magic;
 - `helpbox.py`: hints, the doctor's reading and the solution behind buttons (`exercise.help()`);

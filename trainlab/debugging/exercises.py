@@ -1157,6 +1157,9 @@ EXERCISES = [
             CorrectAlternative(
                 "one copy of each tensor to the host per step, then host-side loops", host_copies("{t}.cpu()")
             ),
+            CorrectAlternative(  # "cpu" written in the source is the host on any machine (issue 45, class 6)
+                'one .to("cpu") copy of each tensor per step, then host-side loops', host_copies('{t}.to("cpu")')
+            ),
             WrongFix(
                 "the per-class loop in an optimizer step post-hook", SLOW2_POST_HOOK, kind="other", reason="host reads"
             ),
@@ -1340,6 +1343,40 @@ EXERCISES = [
                 shipped(
                     ("loss.backward(retain_graph=True)", "loss.backward()"),
                     ("history.append(loss)", "history.append(loss.detach())\n        last_loss = loss"),
+                ),
+            ),
+            # the script keeps a loss history: a fix that stops keeping it removed what the lab's report is (issue 45)
+            WrongFix(
+                "retain_graph dropped, the history no longer kept",
+                shipped(("loss.backward(retain_graph=True)", "loss.backward()"), ("history.append(loss)", "pass")),
+                kind="deletion",
+                reason="`history`",
+            ),
+            WrongFix(
+                "retain_graph dropped, the loss kept at the log lines only",
+                shipped(
+                    ("loss.backward(retain_graph=True)", "loss.backward()"),
+                    ("history.append(loss)", "pass"),
+                    ('print(f"epoch', 'history.append(loss.item())\n            print(f"epoch'),
+                ),
+                kind="partial",
+                reason="`history`",
+            ),
+            WrongFix(
+                "retain_graph dropped, the history holds the last loss",
+                shipped(
+                    ("loss.backward(retain_graph=True)", "loss.backward()"),
+                    ("history.append(loss)", "history = [loss.item()]"),
+                ),
+                kind="deletion",
+                reason="`history`",
+            ),
+            CorrectAlternative(
+                "retain_graph dropped, float(loss) appended after the step",
+                shipped(
+                    ("loss.backward(retain_graph=True)", "loss.backward()"),
+                    ("history.append(loss)", "pass"),
+                    ("        optimizer.step()\n", "        optimizer.step()\n        history.append(float(loss))\n"),
                 ),
             ),
         ),

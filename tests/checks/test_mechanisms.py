@@ -148,3 +148,42 @@ def test_a_schedule_is_judged_again_at_a_second_training_set_size():
     nc_6.judge_elsewhere(report, report)
     with pytest.raises(Incorrect, match="with a training set of 3200 images, the learning rate at step 3"):
         nc_6.judge_elsewhere(dict(report, lr=[0.1, 0.1, 0.1]), report)
+
+
+def test_a_loss_history_may_hold_one_value_more_or_fewer_but_not_be_cut_or_emptied():
+    import pytest
+
+    from trainlab.checks.core import Incorrect
+    from trainlab.checks.mechanisms import ReportKept
+
+    ref = {"tensors": {"history": [2.3 - 0.01 * i for i in range(120)]}}
+    kept = ReportKept(("history",), total=0.3, entry=0.5, per_step=True)
+    kept.judge({"steps": 120, "tensors": {"history": ref["tensors"]["history"][:119]}}, ref)  # appended after the step
+    kept.judge({"steps": 120, "tensors": {"history": [v * 1.1 for v in ref["tensors"]["history"]]}}, ref)  # clipped
+    for cut in ([], [1.1], ref["tensors"]["history"][::100]):
+        with pytest.raises(Incorrect, match=rf"`history` holds {len(cut)} values; .* holds 120, one a step"):
+            kept.judge({"steps": 120, "tensors": {"history": cut}}, ref)
+    with pytest.raises(Incorrect, match=r"`history` no longer exists"):
+        kept.judge({"steps": 120, "tensors": {}}, ref)
+
+
+def test_the_measured_report_holds_the_scripts_lists_of_numbers_as_floats():
+    import numpy as np
+    import torch
+
+    from trainlab.checks.measure import small_tensors
+
+    loss = torch.tensor(2.5, requires_grad=True) * 1.0
+    namespace = {
+        "history": [loss, loss.detach(), 1.5, np.float32(0.5), 3],
+        "names": ["a", "b"],
+        "flags": [True, False],
+        "counts": torch.tensor([1, 2]),
+        "empty": [],
+        "_private": [1.0],
+    }
+    assert small_tensors(namespace) == {
+        "history": [2.5, 2.5, 1.5, 0.5, 3.0],
+        "counts": [1.0, 2.0],
+        "empty": [],
+    }

@@ -173,9 +173,24 @@ def test_reads_in_a_thread_subclass_and_an_executor_are_counted():
     assert reads_per_step(after_step)[1:] == [5] * 3
 
 
-def test_to_a_cpu_device_is_a_move_to_the_device_on_a_cpu_run_not_a_read():
-    # scripts spell their device "cpu" as often as torch.device("cpu"): .to() of either is not told apart
-    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to("cpu")[:5]])[1:] == [5] * 3
+def test_to_a_device_that_is_the_cpu_on_this_run_is_a_move_to_the_device_not_a_read():
+    device = "cpu"  # a script's device variable: "cuda" on a GPU machine
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to(device)[:5]])[1:] == [5] * 3
+    device = torch.device("cpu")
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to(device=device)[:5]])[1:] == [5] * 3
+
+
+def test_to_cpu_written_in_the_script_is_a_copy_to_the_host_as_cpu_is():
+    """Issue 45, class 6: "cpu" spelt in the call is the host on any machine - one read for the copy, then
+    host-side reads are free; a non-blocking copy does not wait; on one line each call is read as written."""
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to("cpu")[:5]])[1:] == [1] * 3
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.cpu()[:5]])[1:] == [1] * 3
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to(device="cpu")[:5]])[1:] == [1] * 3
+    assert reads_per_step(lambda loss, logits, y: [int(v) for v in y.to(torch.device("cpu"))[:5]])[1:] == [1] * 3
+    assert reads_per_step(lambda loss, logits, y: y.to("cpu", non_blocking=True))[1:] == [0] * 3
+    device = "cpu"
+    both = lambda loss, logits, y: [int(v) for v in y.to(device)[:2]] + [int(v) for v in y.to("cpu")[:2]]  # noqa: E731
+    assert reads_per_step(both)[1:] == [3] * 3
 
 
 def test_the_mode_steps_aside_while_a_dataloader_builds_a_batch():
@@ -207,7 +222,7 @@ def test_host_memory_is_what_never_moved_to_the_device_nor_through_the_model():
 
     model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(32, 50))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    counted = {}
+    counted, device = {}, "cpu"
     with Probe(max_steps=6) as probe:
         try:
             data = torch.tensor(np.random.default_rng(0).integers(0, 50, 1000))  # the corpus, on the host
@@ -221,13 +236,13 @@ def test_host_memory_is_what_never_moved_to_the_device_nor_through_the_model():
                 (batch,) = next(loader)
                 _ = [int(v) for v in batch] + [int(v) for v in numbers[:3]]  # host values: no device read
                 counted.setdefault("host", []).append(sum(probe.clock.host_reads) + probe.clock.reads - before)
-                x, y = x.to("cpu"), y.to("cpu")  # the move to the device (spelled "cpu" on a CPU)
+                x, y = x.to(device), y.to(device)  # the move to the device (the CPU on this run)
                 loss = F.cross_entropy(model(x), y)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 before = sum(probe.clock.host_reads) + probe.clock.reads
-                _ = loss.item(), int(y[0]), int(batch.to("cpu")[0])  # the model's output, and moved tensors
+                _ = loss.item(), int(y[0]), int(batch.to(device)[0])  # the model's output, and moved tensors
                 counted.setdefault("device", []).append(sum(probe.clock.host_reads) + probe.clock.reads - before)
         except StopTraining:
             pass

@@ -33,6 +33,7 @@ verdicts are computed in the parent, never here.
 import contextlib
 import hashlib
 import json
+import numbers
 import os
 import sys
 import tempfile
@@ -252,15 +253,23 @@ def held_out_accuracy(namespace):
 
 
 def small_tensors(namespace):
-    """The script's own small tensors at the moment it stopped, as lists (per-class reports, ...)."""
-    return {
-        name: value.detach().float().cpu().tolist()
-        for name, value in namespace.items()
-        if isinstance(value, torch.Tensor)
-        and not name.startswith("_")
-        and 0 < value.numel() <= SMALL_TENSOR
-        and not isinstance(value, torch.nn.Parameter)
-    }
+    """The script's own small tensors at the moment it stopped, as lists (per-class reports, ...), and its
+    lists of numbers (a loss history: floats, or one-element tensors), as lists of floats."""
+    values = {}
+    for name, value in namespace.items():
+        if name.startswith("_") or isinstance(value, torch.nn.Parameter):
+            continue
+        if isinstance(value, torch.Tensor) and 0 < value.numel() <= SMALL_TENSOR:
+            values[name] = value.detach().float().cpu().tolist()
+        elif isinstance(value, list) and len(value) <= SMALL_TENSOR and all(map(_number, value)):
+            values[name] = [float(v) for v in value]
+    return values
+
+
+def _number(value):
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)  # numpy's scalars included
 
 
 def run_variant(name, source, max_steps, seed=0, progress_path=None, curves=False):

@@ -43,6 +43,8 @@ DATA_WAIT = (
     sample_fetches_at_most(),
 )  # samples fetched one by one per step: the same, counted
 HOST_READS = HostReadsAtMost()  # device syncs per step, on average and on any step
+# a loss value per step, near the solution's: clipping or AMP move the losses, a history cut or deleted is far off
+LOSS_HISTORY_KEPT = ReportKept(("history",), total=0.3, entry=0.5, per_step=True)
 
 
 def report_kept(*model_statistics):
@@ -1255,7 +1257,8 @@ EXERCISES = [
     ),
     LabExercise(
         "debugging/mem_1",
-        mechanisms={"graph-kept-alive": BY_CAUSE["graph-kept-alive"]},
+        # the script keeps a loss history: a fix keeps it, as values that hold no graph (deleting it is no fix)
+        mechanisms={"graph-kept-alive": (*BY_CAUSE["graph-kept-alive"], LOSS_HISTORY_KEPT)},
         max_steps=120,  # growth shows from the first steps; every kept graph slows the next (14 s for 200 on 2 cores)
         hints=(
             "Run `memory-per-step` and `time-split`: what changes from one step to the next?",

@@ -8,6 +8,7 @@ It runs the script unmodified for a bounded number of steps, instruments it from
 applies the checklist:
 - `examine.py`: one script in this process: run it, measure, run the quick experiments, rank;
 - `execute.py`: the one way a script file or source text runs under the probe (the checks use it too);
+- `sources.py`: the lines of what it runs, for instruments that read how the script spelt a call;
 - `probe.py`: global hooks for the run, sending events to the instruments (`instruments/`, one per file);
 - `patching.py`: patch attributes for the run, every one restored (the probe's and the ranks' wrappers);
 - `quick_experiments.py`: the quick experiments on a copy of the model (overfit, control run, LR range, label test);

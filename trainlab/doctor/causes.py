@@ -415,7 +415,9 @@ ALL = {
                 "> {doctor[reads]} host reads of tensor values per step (info below). Only device values count: on a "
                 "CPU run a tensor is host memory until it moves with `.to(device)` or is computed from the model "
                 "(factories, `from_numpy`, a DataLoader's batches and what is computed from them alone stay on the "
-                "host, as on a GPU), so a sampler indexing a host tensor with sampled offsets reads nothing"
+                "host, as on a GPU), so a sampler indexing a host tensor with sampled offsets reads nothing; a copy "
+                'to the host - `.cpu()`, or `.to("cpu")` with the CPU written in the call - is one read, and '
+                "reads of the copy are free"
             ),
             fields=("host_reads_per_step",),
         ),

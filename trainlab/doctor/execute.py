@@ -18,6 +18,7 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 
+from trainlab.doctor import sources
 from trainlab.doctor.probe import StopTraining
 
 
@@ -42,6 +43,7 @@ def execute(*, script=None, source=None, label="<script>", file=None, args=()):
         raise ValueError("give script= or source=, not both")
     if source is not None:
         namespace = {"__name__": "__main__", "__file__": file or label}
+        sources.register(label, source)  # instruments read the script's spelling of a call
         return _guarded(lambda: exec(compile(source, label, "exec"), namespace), namespace)
     script = os.path.abspath(script)
     saved_argv, saved_path, saved_exit = sys.argv[:], sys.path[:], os._exit

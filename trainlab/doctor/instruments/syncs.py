@@ -15,9 +15,10 @@ the host and has passed neither through `.to(device)` nor through the model: wha
 `torch.from_numpy` wrapped, the batches a DataLoader hands over, what the script copied to the host
 (`.cpu()`, which then returns a copy, as it does from a GPU), and what is computed from such tensors
 alone. Everything else counts as on the device: the model's parameters and buffers once moved, its
-outputs and whatever is computed from them, and every `.to(device)` - `.to("cpu")` included, since on a
-CPU run it cannot be told from `.to(device)` with a device that is the CPU (scripts often spell it as
-that string): a move to the device, not a read. So a language model's sampler that indexes a host
+outputs and whatever is computed from them, and every `.to(device)` whose device is the CPU only on this run
+(a variable, often the string "cpu" on a machine without a GPU): a move to the device, not a read. A `.to("cpu")`
+that names the CPU in the script's own source (`"cpu"`, `device="cpu"`, `torch.device("cpu")`) is the host on any
+machine, so it is a copy to the host, read as `.cpu()` is. So a language model's sampler that indexes a host
 tensor with sampled offsets (a 0-dim tensor per sample, before the batch moves) makes no device reads,
 as on a GPU, while `loss.item()` does. `.tolist()` and
 `.numpy()` have no operation of their own on a CPU tensor: they are counted by wrapping them. Threads
@@ -31,6 +32,7 @@ range there, a GPU does not) count as the script's.
 """
 
 import os
+import re
 import sys
 import threading
 import time
@@ -40,6 +42,8 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode_temporarily
 from torch.utils.weak import WeakTensorKeyDictionary
+
+from trainlab.doctor import sources
 
 aten = torch.ops.aten
 
@@ -113,6 +117,19 @@ def _names_a_device(args, kwargs, host):
     if any(isinstance(v, (str, torch.device)) for v in values):
         return True
     return any(isinstance(v, torch.Tensor) and v not in host for v in args)
+
+
+# `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))` as the script wrote the call: the host, named
+_HOST_LITERAL = re.compile(r"""\.to\(\s*(?:device\s*=\s*)?(?:torch\.device\(\s*)?["']cpu["']""")
+
+
+def _names_the_host(args, kwargs, caller):
+    """Whether a `.to(...)` call targets the CPU and the call, as its caller wrote it, spells the CPU out (the
+    source is read only for a call whose target is the CPU)."""
+    target = kwargs.get("device", args[0] if args else None)
+    if not isinstance(target, (str, torch.device)) or torch.device(target).type != "cpu":
+        return False
+    return bool(_HOST_LITERAL.search(sources.expression(caller)))
 
 
 def _tensors(value):
@@ -223,10 +240,12 @@ class HostReads(TorchDispatchMode):
 
     def _wrap_to(self, original):
         """`.to(device)` moves a tensor to the device (on a CPU run often returning the same tensor): it is no
-        longer host memory. `.to(dtype)` alone leaves it where it is."""
+        longer host memory. `.to(dtype)` alone leaves it where it is; `.to("cpu")` written so is a copy to the host."""
         reads = self
 
         def to(tensor, *args, **kwargs):
+            if reads.simulating() and _names_the_host(args, kwargs, sys._getframe(1)):
+                return reads._to_host(original, tensor, args, kwargs, wait=not kwargs.get("non_blocking", False))
             out = original(tensor, *args, **kwargs)
             if reads.has_host and _names_a_device(args, kwargs, reads.host):
                 reads.host.pop(out, None)
@@ -279,14 +298,21 @@ class HostReads(TorchDispatchMode):
         reads = self
 
         def cpu(tensor, *args, **kwargs):
-            if not (reads.counting() and reads.simulating() and reads.on_device([tensor])):
+            if not reads.simulating():
                 return original(tensor, *args, **kwargs)
-            start = time.perf_counter()
-            out = original(tensor, *args, **kwargs)
-            if out is tensor:  # from a GPU, .cpu() returns a copy: the script's later reads of it are free
-                out = tensor.clone()
-            reads.host[out] = True
-            reads.clock.host_read(time.perf_counter() - start)
-            return out
+            return reads._to_host(original, tensor, args, kwargs)
 
         return cpu
+
+    def _to_host(self, original, tensor, args, kwargs, wait=True):
+        """A copy of a device tensor to the host: a host read (unless it does not wait), and host memory after."""
+        if not (self.counting() and self.on_device([tensor])):
+            return original(tensor, *args, **kwargs)
+        start = time.perf_counter()
+        out = original(tensor, *args, **kwargs)
+        if out is tensor:  # from a GPU the copy is a new tensor: the script's later reads of it are free
+            out = tensor.clone()
+        self.host[out] = True
+        if wait:
+            self.clock.host_read(time.perf_counter() - start)
+        return out

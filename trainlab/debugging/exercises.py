@@ -47,6 +47,44 @@ HOST_READS = HostReadsAtMost()  # device syncs per step, on average and on any s
 LOSS_HISTORY_KEPT = ReportKept(("history",), total=0.3, entry=0.5, per_step=True)
 
 
+# slow_1's loader, and a loader written by hand in its place: a class whose __iter__ yields (x, y) each epoch
+SLOW1_LOADER = "train_loader = DataLoader(train_set, batch_size=256, shuffle=True)"
+HAND_WRITTEN_LOADER = (
+    "class Batches:\n"
+    "    def __iter__(self):\n"
+    "        order = torch.randperm(len(train_set))\n"
+    "        for start in range(0, len(order) - 255, 256):\n"
+    "            index = order[start : start + 256]\n"
+    "{build}"
+    "\n\n"
+    "train_loader = Batches()"
+)
+PER_SAMPLE_STACK = (
+    "            samples = [train_set[int(i)] for i in index]\n"
+    "            yield torch.stack([x for x, _ in samples]), torch.tensor([y for _, y in samples])\n"
+)
+PER_SAMPLE_POOL = (
+    "            from concurrent.futures import ThreadPoolExecutor\n"
+    "\n"
+    "            with ThreadPoolExecutor(4) as pool:\n"
+    "                samples = list(pool.map(train_set.__getitem__, index.tolist()))\n"
+    "            yield torch.stack([x for x, _ in samples]), torch.tensor([y for _, y in samples])\n"
+)
+PER_SAMPLE_CAT = (
+    "            xs, ys = [], []\n"
+    "            for i in index.tolist():\n"
+    "                x, y = train_set[i]\n"
+    "                xs.append(x.unsqueeze(0))\n"
+    "                ys.append(y)\n"
+    "            yield torch.cat(xs), torch.tensor(ys)\n"
+)
+WHOLE_BATCHES = (
+    "            mean = torch.tensor(images.mean).view(1, 3, 1, 1) * 255\n"
+    "            x = (images.train_x[index].float() - mean) / (torch.tensor(images.std).view(1, 3, 1, 1) * 255)\n"
+    "            yield x, images.train_y[index]\n"
+)
+
+
 def report_kept(*model_statistics):
     """A per-class report still computed: the samples counted (`seen`) as the shipped script counts them, and
     the model's statistics within a wider tolerance - they move with anything that changes how the model trains
@@ -1010,6 +1048,26 @@ EXERCISES = [
                         "batch_size=None)",
                     )
                 ),
+            ),
+            # batches that come from no DataLoader: per-sample work measured whatever produced the batch (issue 45)
+            WrongFix(
+                "a hand-written loader that builds each batch one sample at a time",
+                shipped((SLOW1_LOADER, HAND_WRITTEN_LOADER.format(build=PER_SAMPLE_STACK))),
+                reason="one sample at a time",
+            ),
+            WrongFix(
+                "a hand-written loader that maps the per-sample transform over a thread pool",
+                shipped((SLOW1_LOADER, HAND_WRITTEN_LOADER.format(build=PER_SAMPLE_POOL))),
+                reason="one sample at a time",
+            ),
+            WrongFix(
+                "a hand-written loader that concatenates per-sample tensors",
+                shipped((SLOW1_LOADER, HAND_WRITTEN_LOADER.format(build=PER_SAMPLE_CAT))),
+                reason="one sample at a time",
+            ),
+            CorrectAlternative(
+                "a hand-written loader that indexes whole batches of prepared tensors",
+                shipped((SLOW1_LOADER, HAND_WRITTEN_LOADER.format(build=WHOLE_BATCHES))),
             ),
         ),
     ),

@@ -74,8 +74,9 @@ OVER_TOTAL = 1.25  # under CI=true, make test fails past this times TOTAL_S (on 
 # stating its rows and seconds in its commit (issue 45: +4 FSDP, +1 nc_5, -3 kernels in one test: 363; issue 46:
 # +18 doctor class scripts, 329 s of wall time on two idle workers: 381 tests, 2,780 + 330 s; issue 45 class 1:
 # +23 corpus rows - warm-up 4, nan_1 4, nan_2 5, one standard-practice row on each of 10 labs - about 13 s each
-# on one idle core: 404 tests, + 300 s)
-REST_TOTAL_S, REST_MAX_TESTS = 3410, 404
+# on one idle core: + 300 s; 405 tests, not the 404 it stated: CI counted 405 on fcaa1c8; issue 45 classes 3 and 6:
+# +9 corpus rows - slow_1 4, mem_1 4, slow_2 1 - about 13 s each: 414 tests, + 120 s)
+REST_TOTAL_S, REST_MAX_TESTS = 3530, 414
 OVER_BUDGET = 1.5  # under CI=true, an area may take at most this times its share (on a machine as fast)
 MAX_SLOWER = 2.5  # a machine taken as slower than this fails the budget whatever the areas' balance
 LIMIT_AT_START = pytest.StashKey()  # limits.Limit(1 s) read when the run began: its speed and load scale the gates

@@ -116,6 +116,74 @@ def test_per_sample_fetches_are_counted_and_batch_indexing_is_not():
     assert counts == [32, 0]
 
 
+def test_a_batch_the_script_stacks_from_host_samples_is_counted_as_assembled_one_by_one():
+    """Issue 45, class 3: per-sample loading without a DataLoader - a loader written by hand that stacks (or
+    concatenates) host tensors sample by sample counts them; whole-batch indexing, samples of data moved to the
+    device, assembly in another thread, and augmentation stacked over a DataLoader's batch do not."""
+    import threading
+
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = "cpu"  # a script's device variable: the device on a GPU machine
+
+    def stacked(data, index):
+        return torch.stack([data[int(i)] * 1.0 for i in index])
+
+    def concatenated(data, index):
+        return torch.cat([data[int(i)][None] for i in index])
+
+    def in_a_thread(data, index):
+        out = []
+        worker = threading.Thread(target=lambda: out.append(torch.stack([data[int(i)] for i in index])))
+        worker.start()
+        worker.join()
+        return out[0]
+
+    def augmented(loader):
+        def build(data, index):
+            x, _ = next(loader)
+            return torch.stack([image.flip(0) for image in x])
+
+        return build
+
+    counted = {}
+    for name, build, moved in (
+        ("stacked", stacked, False),
+        ("concatenated", concatenated, False),
+        ("whole batches", lambda data, index: data[index], False),
+        ("device samples", stacked, True),
+        ("another thread", in_a_thread, False),
+        ("a DataLoader's batch augmented", None, False),
+    ):
+        net = model()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+        with Probe(max_steps=6, time_limit_s=60) as probe:
+            try:
+                data, target = torch.randn(256, 64), torch.randn(256, 1)  # made on the host, as a script loads them
+                if moved:
+                    data = data.to(device)
+                if build is None:
+                    build = augmented(iter(DataLoader(TensorDataset(data, target), batch_size=32)))
+                for step in range(7):
+                    index = torch.arange(32 * step, 32 * (step + 1))
+                    x = build(data, index)
+                    loss = (net(x) - target[index]).square().mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            except StopTraining:
+                pass
+        counted[name] = probe.summary()["assembled_samples_per_step"]
+    assert counted == {
+        "stacked": 32,
+        "concatenated": 32,
+        "whole batches": 0,
+        "device samples": 0,
+        "another thread": 0,
+        "a DataLoader's batch augmented": 0,
+    }, counted
+
+
 def test_a_failing_instrument_loses_its_measurement_not_the_scripts_run(monkeypatch, capsys):
     from trainlab.doctor.instruments.updates import Updates
 

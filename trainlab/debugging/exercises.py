@@ -32,6 +32,7 @@ from trainlab.checks.mechanisms import (
     ReportKept,
     ScheduleMatches,
     data_wait_at_most,
+    assembled_samples_at_most,
     sample_fetches_at_most,
 )
 from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis grader with the checks
@@ -40,8 +41,9 @@ from trainlab.debugging import diagnosis  # noqa: F401 - registers the diagnosis
 # numbers are the check's limits in the registry, trainlab.doctor.causes).
 DATA_WAIT = (
     data_wait_at_most(),  # share of the step spent waiting for the next batch, and
-    sample_fetches_at_most(),
-)  # samples fetched one by one per step: the same, counted
+    sample_fetches_at_most(),  # samples fetched one by one per step: the same, counted,
+    assembled_samples_at_most(),  # and samples a loader written by hand stacks one by one
+)
 HOST_READS = HostReadsAtMost()  # device syncs per step, on average and on any step
 # a loss value per step, near the solution's: clipping or AMP move the losses, a history cut or deleted is far off
 LOSS_HISTORY_KEPT = ReportKept(("history",), total=0.3, entry=0.5, per_step=True)

@@ -25,6 +25,7 @@ from trainlab.checks.mechanisms.device import (
     HostReadsAtMost,
     data_wait_at_most,
     graph_growth_at_most,
+    assembled_samples_at_most,
     sample_fetches_at_most,
 )
 from trainlab.checks.mechanisms.loss import LogitsIntoLoss, LossGradientMatches
@@ -92,5 +93,6 @@ __all__ = [
     "WeightDecayAtMost",
     "data_wait_at_most",
     "graph_growth_at_most",
+    "assembled_samples_at_most",
     "sample_fetches_at_most",
 ]

@@ -55,6 +55,20 @@ def graph_growth_at_most(bytes_per_step):
     )
 
 
+def assembled_samples_at_most(most=None):
+    """data-loader-starves, wherever the batch comes from: host tensors the script's own code stacks (or concatenates)
+    into a batch per step, in a step no DataLoader fed - a loader written by hand that builds its batch one sample
+    at a time is the same per-sample Python work on the step's path, counted. None: the check's limit."""
+    most = causes.limit("data-loader-starves", "check")["sample_fetches"] if most is None else most
+    return AtMost(
+        "assembled_samples_per_step",
+        most,
+        "each step still builds its batch one sample at a time in the training process: the script stacks "
+        "{value:.0f} samples into a batch per step (at most {limit:.0f}), so the step waits for Python to "
+        "assemble it",
+    )
+
+
 @dataclass(frozen=True)
 class GraphsReleased:
     """graph-kept-alive: no step's autograd graph outlives it - the memory graphs hold for backward
@@ -108,7 +122,7 @@ class BatchAtLeast:
 
 # What "fixed" means for each of these causes (the registry `trainlab.checks.mechanisms.BY_CAUSE`).
 JUDGES = {
-    "data-loader-starves": (sample_fetches_at_most(),),
+    "data-loader-starves": (sample_fetches_at_most(), assembled_samples_at_most()),
     "host-syncs-in-loop": (HostReadsAtMost(),),
     "batch-too-small": (BatchAtLeast(),),
     "graph-kept-alive": (GraphsReleased(),),

@@ -1,6 +1,7 @@
 """Where each step's time goes: waiting for data, host reads (syncs), compute, the rest; and the
-host reads (counted where they happen: `syncs.HostReads`) and the samples a DataLoader fetched one
-by one in this process, counted per step."""
+host reads (counted where they happen: `syncs.HostReads`), the samples a DataLoader fetched one
+by one in this process and, in steps no DataLoader fed, the samples the script's own code stacked
+into a batch from host tensors (a loader written by hand), counted per step."""
 
 import os
 import time
@@ -35,6 +36,7 @@ class StepClock:
     host_reads: list = field(default_factory=list)  # host reads per step
     passes: list = field(default_factory=list)  # backward passes per step (LBFGS: one per closure call)
     sample_fetches: list = field(default_factory=list)  # samples a DataLoader fetched one by one, in this process
+    assembled_samples: list = field(default_factory=list)  # host tensors the script stacked into a batch itself
     wait: float = 0.0  # the step in progress, so far
     sync: float = 0.0
     compute: float = 0.0
@@ -45,6 +47,8 @@ class StepClock:
     reads: int = 0
     backwards: int = 0
     fetches: int = 0
+    assembled: int = 0
+    loader_batches: int = 0  # batches a DataLoader handed over in the step in progress
     computing: int = 0  # nesting depth of compute regions the script is inside now
     last_step: float = 0.0  # when the last step ended
 
@@ -66,11 +70,13 @@ class StepClock:
             (self.host_reads, self.reads),
             (self.passes, self.backwards),
             (self.sample_fetches, self.fetches),
+            (self.assembled_samples, self.assembled),
         ):
             series.append(value)
         self.wait = self.sync = self.compute = self.backward = self.stepping = self.other_models = 0.0
         self.forwards = []
         self.reads, self.backwards, self.fetches, self.last_step = 0, 0, 0, now
+        self.assembled = self.loader_batches = 0
 
     def split(self, steady=slice(None)):
         """Seconds per step: waiting for data, in host reads (syncs), in forward/backward/step
@@ -96,6 +102,7 @@ class Clock(Instrument, StepClock):
         "host_reads_max",
         "passes_per_step",
         "sample_fetches_per_step",
+        "assembled_samples_per_step",
         "step_median_s",
         "data_wait_median_s",
         "model_s",
@@ -201,9 +208,17 @@ class Clock(Instrument, StepClock):
                 finally:
                     clock.wait += time.perf_counter() - start
             clock.host_reads_mode.mark_batch(batch)  # host memory until the script moves it
+            clock.loader_batches += 1
             return batch
 
         return next_batch
+
+    def batch_assembled(self, pieces):
+        """A batch the script stacked from `pieces` host tensors: samples assembled one by one in Python, counted (not
+        timed: under the host-read mode each operation costs a Python call, so its time would not be the script's).
+        In a step that took its batch from a DataLoader, a stack is work on that batch (augmentation): not counted."""
+        if not self.loader_batches:
+            self.assembled += pieces
 
     def _wrap_fetch(self, original):
         """A map-style DataLoader's fetch in this process (workers are other processes): with
@@ -234,6 +249,7 @@ class Clock(Instrument, StepClock):
             "host_reads_mean": mean(reads),
             "host_reads_max": max(reads, default=0),
             "sample_fetches_per_step": median(self.sample_fetches[steady]),
+            "assembled_samples_per_step": median(self.assembled_samples[steady]),
             **self.medians(),
             **self.threads(),
         }

@@ -62,6 +62,10 @@ WAITS = {
 }
 BOOLEAN_INDEXING = {aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default}
 CANDIDATES = WAITS | BOOLEAN_INDEXING | {aten.repeat_interleave.Tensor, aten._to_copy.default, aten.copy_.default}
+# A batch assembled in the script's own thread from at least MIN_PIECES host tensors (stacked or concatenated):
+# per-sample work on the step's path, whatever produced the samples (a DataLoader's collate runs with this mode aside)
+ASSEMBLY = {aten.stack.default, aten.cat.default}
+MIN_PIECES = 8
 
 
 def _boolean_index(args):
@@ -144,12 +148,13 @@ def _tensors(value):
 class HostReads(TorchDispatchMode):
     """Counts the script's host reads into `clock` (reads, and the seconds they waited)."""
 
-    def __init__(self, clock, host=None):
+    def __init__(self, clock, host=None, main=True):
         super().__init__()
         self.clock = clock
         # tensors in host memory: made on the host, wrapped from numpy, handed over by a DataLoader or copied to the
         # host, and what is computed from them alone (shared with the modes of its threads)
         self.host = WeakTensorKeyDictionary() if host is None else host
+        self.main = main  # the script's own thread: the one whose batches the steps wait for
 
     @property
     def has_host(self):
@@ -188,6 +193,8 @@ class HostReads(TorchDispatchMode):
         if func not in CANDIDATES or not (is_host_read(func, args, kwargs) and self.counting()):
             out = func(*args, **kwargs)
             self._propagate(func, args, out)
+            if func in ASSEMBLY and self.main and len(args[0]) >= MIN_PIECES:
+                self._assembled(args[0])
             return out
         inputs = [t for a in args for t in _tensors(a)]
         if func is aten.copy_.default or func is aten._to_copy.default or self.on_device(inputs):
@@ -215,6 +222,11 @@ class HostReads(TorchDispatchMode):
         for t in _tensors(value):
             if not isinstance(t, torch.nn.Parameter):
                 self.host[t] = True
+
+    def _assembled(self, pieces):
+        """A batch stacked from host tensors: as many samples assembled one by one."""
+        if self.has_host and all(t in self.host for t in pieces) and self.counting():
+            self.clock.batch_assembled(len(pieces))
 
     def mark_batch(self, batch, depth=3):
         """A DataLoader's batch (tensors in tuples, lists or mappings, as collate makes them) is host memory."""
@@ -272,7 +284,7 @@ class HostReads(TorchDispatchMode):
             run = thread.run
 
             def counted():
-                with HostReads(reads.clock, reads.host):
+                with HostReads(reads.clock, reads.host, main=False):
                     return run()
 
             thread.run = counted

@@ -168,6 +168,8 @@ def test_a_loss_history_may_hold_one_value_more_or_fewer_but_not_be_cut_or_empti
 
 
 def test_the_measured_report_holds_the_scripts_lists_of_numbers_as_floats():
+    import collections
+
     import numpy as np
     import torch
 
@@ -176,6 +178,7 @@ def test_the_measured_report_holds_the_scripts_lists_of_numbers_as_floats():
     loss = torch.tensor(2.5, requires_grad=True) * 1.0
     namespace = {
         "history": [loss, loss.detach(), 1.5, np.float32(0.5), 3],
+        "recent": collections.deque([1.0, 2.0], maxlen=20),
         "names": ["a", "b"],
         "flags": [True, False],
         "counts": torch.tensor([1, 2]),
@@ -184,6 +187,7 @@ def test_the_measured_report_holds_the_scripts_lists_of_numbers_as_floats():
     }
     assert small_tensors(namespace) == {
         "history": [2.5, 2.5, 1.5, 0.5, 3.0],
+        "recent": [1.0, 2.0],
         "counts": [1.0, 2.0],
         "empty": [],
     }

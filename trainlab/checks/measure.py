@@ -30,6 +30,7 @@ child. Used by the exercise checks (`trainlab.checks.lab`), the hypothesis panel
 verdicts are computed in the parent, never here.
 """
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -254,14 +255,18 @@ def held_out_accuracy(namespace):
 
 def small_tensors(namespace):
     """The script's own small tensors at the moment it stopped, as lists (per-class reports, ...), and its
-    lists of numbers (a loss history: floats, or one-element tensors), as lists of floats."""
+    sequences of numbers (a loss history in a list or deque: floats, or one-element tensors), as lists of floats."""
     values = {}
     for name, value in namespace.items():
         if name.startswith("_") or isinstance(value, torch.nn.Parameter):
             continue
         if isinstance(value, torch.Tensor) and 0 < value.numel() <= SMALL_TENSOR:
             values[name] = value.detach().float().cpu().tolist()
-        elif isinstance(value, list) and len(value) <= SMALL_TENSOR and all(map(_number, value)):
+        elif (
+            isinstance(value, (list, tuple, collections.deque))
+            and len(value) <= SMALL_TENSOR
+            and all(map(_number, value))
+        ):
             values[name] = [float(v) for v in value]
     return values
 

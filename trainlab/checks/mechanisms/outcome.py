@@ -30,9 +30,10 @@ class ReportKept:
                 raise Incorrect(f"`{name}` no longer exists when the run stops after {mine['steps']} steps")
             flat_got, flat_want = _flat(got), _flat(want)
             if abs(len(flat_got) - len(flat_want)) > int(self.per_step):
+                values = f"{len(flat_got)} value" + ("" if len(flat_got) == 1 else "s")
                 raise Incorrect(
-                    f"after {mine['steps']} steps `{name}` holds {len(flat_got)} values; the shipped "
-                    f"script's computation holds {len(flat_want)}" + (", one a step" if self.per_step else "")
+                    f"after {mine['steps']} steps `{name}` holds {values}; the shipped script's computation holds "
+                    f"{len(flat_want)}" + (", one a step" if self.per_step else "")
                 )
             common = min(len(flat_got), len(flat_want))
             flat_got, flat_want = flat_got[:common], flat_want[:common]

@@ -145,6 +145,8 @@ def test_the_checklists_lr_range_reading_suggests_a_rate_only_where_the_loss_fel
     flat = {"lr_range": {"lr": lrs, "loss": [2.30] * 50 + [2.3 * 1.5**k for k in range(10)]}, "lr": [0.05]}
     text = _lr_range(flat)
     assert "suggests no rate" in text and "None" not in text and "diverges from lr" in text, text
+    assert "only a ceiling; the script uses 0.05, below it" in text, text  # issue 47: the hint reads the same ceiling
+    assert "only a ceiling; the script uses 4, above it" in _lr_range(flat | {"lr": [4.0]})
     falling = {
         "lr_range": {"lr": lrs, "loss": [2.3 - 0.03 * i for i in range(40)] + [1.1 * 1.6**k for k in range(20)]},
         "lr": [0.05],

@@ -712,12 +712,13 @@ EXERCISES = [
         "debugging/nan_1",
         mechanisms={"lr-too-high": BY_CAUSE["lr-too-high"]},
         hints=(
-            "Run `first-nonfinite` and `lr-range-test`: when does the loss blow up, and which "
-            "learning rates make it fall?",
+            "Run `first-nonfinite` and `lr-range-test`: when does the loss blow up, and from which "
+            "learning rate does it diverge?",
             "The loss grows before any value turns non-finite: the updates are too large for this "
             "model, an optimizer problem (clipping would only hide it).",
             "Look at how the optimizer is constructed.",
-            "Use a learning rate inside the range the test shows: about 0.03 for SGD with momentum here.",
+            "Use a learning rate well below the one the range test's loss diverges from (the test gives a "
+            "ceiling, not a best rate): about 0.03 for SGD with momentum here, 100x below the script's.",
         ),
         corpus=(
             WrongFix(

@@ -264,7 +264,11 @@ def _lr_range(m):
             f"the smoothed loss falls by {read['drop']:.3g} and {diverges}; read off the curve: about "
             f"{read['lr']:.2g} ({read['rule']}); {script_lr}"
         )
-    return f"the smoothed loss falls at no rate tried and {diverges}: the test suggests no rate; {script_lr}"
+    flat = f"the smoothed loss falls at no rate tried (a few steps each) and {diverges}: the test suggests no rate"
+    if read["divergence_lr"] and m.get("lr"):
+        side = "above" if m["lr"][0] >= read["divergence_lr"] else "below"
+        return f"{flat}, only a ceiling; {script_lr}, {side} it"
+    return f"{flat}; {script_lr}"
 
 
 def _dtypes(m):
@@ -363,7 +367,7 @@ EXPERIMENTS = {
         Experiment("optimizer-coverage", "whether the optimizer updates what the forward pass uses", _coverage),
         Experiment("gradient-freshness", "whether each backward starts from zero gradients", _freshness),
         Experiment("lr-per-step", "the learning rate at each step", _lr_per_step),
-        Experiment("lr-range-test", "which learning rates make the loss fall", _lr_range),
+        Experiment("lr-range-test", "which learning rates make the loss fall, and from which it diverges", _lr_range),
         Experiment("optimizer-settings", "the optimizer's hyperparameters", _optimizer_settings),
         Experiment("dtypes", "the dtypes the optimizer updates and keeps its state in", _dtypes),
         Experiment("time-split", "where a step's time goes", _time_split),

@@ -126,6 +126,25 @@ def test_modes_are_read_on_every_trained_module_and_a_frozen_one_is_not_judged()
     assert len(probe.modes.seen) == 3  # all three were seen; only the two trained ones judged
 
 
+def test_the_model_that_ran_is_judged_when_the_optimizer_holds_a_discarded_models_parameters():
+    """Issue 47: nc_4 re-creates its model after building the optimizer; the modes of the model that ran are read
+    (not 'no result' for want of a trained module)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))  # "a clean start"
+    with Probe(max_steps=100) as probe:
+        try:
+            for _ in range(6):
+                optimizer.zero_grad()
+                F.cross_entropy(model(torch.randn(16, 4)), torch.randint(0, 2, (16,))).backward()
+                optimizer.step()
+        except StopTraining:
+            pass
+    modes = probe.summary()["modes"]
+    assert modes["training_forwards"] == 6 and modes["model_in_eval"] == 0 and modes["mode_modules"] == 1, modes
+
+
 def test_gradients_cleared_between_backward_and_step_are_seen_per_optimizer():
     """The generator's zero_grad moved between its backward and its step; the discriminator trains."""
     torch.manual_seed(0)

@@ -53,14 +53,15 @@ class Modes(Instrument):
 
     def summary(self):
         """The trained module most often in eval mode (the model when none is). Which modules trained
-        is known at the end: those whose parameters an optimizer updated, or the model without one."""
+        is known at the end: those whose parameters an optimizer updated, or the model without one - or when
+        the optimizer updates no module that ran (it holds a discarded model's parameters)."""
         optimized = {id(p) for p in optimizer_params(self.probe.optimizers) if p.requires_grad}
         root = self.probe.captured.root
         trained = [
             record
             for module, record in self.seen.values()
             if (any(id(p) in optimized for p in module.parameters()) if optimized else module is root)
-        ]
+        ] or [record for module, record in self.seen.values() if module is root]
         # judged: modules with BatchNorm or Dropout seen in enough training forwards
         records = [r for r in trained if r["training_forwards"] >= 3 and r["mode_modules"]] or trained
         records.sort(key=lambda r: (r["model_in_eval"] / r["training_forwards"], r["modules_in_eval"]), reverse=True)

@@ -36,6 +36,8 @@ TOOLS = {
     "tune the checks to it",
     "heldout.wrong_fixes_class1": "issue 45 class 1's held-out edits, run once and scored apart: rerunning it would "
     "tune the checks to it",
+    "heldout.wrong_fixes_issue45": "issue 45's held-out edits over its six classes, run once and scored apart: "
+    "rerunning it would tune the checks to it",
     "heldout.doctor_unseen_scripts": "issue 34's held-out scripts, run once and scored apart: rerunning it would tune "
     "the doctor to it",
 }

@@ -188,6 +188,21 @@ def test_a_crash_beside_a_python_error_is_the_scripts_failure_and_a_lone_crash_i
     assert "gloo::EnforceNotMet" in result.error and "collective mismatch" in result.error
 
 
+def test_a_failed_ranks_own_last_traceback_is_read_without_the_other_ranks_or_the_summary():
+    from trainlab.processes.torchrun_output import rank_traceback
+
+    output = torchrun_output(
+        {
+            0: 'step 1\nTraceback (most recent call last):\n  File "allreduce.py", line 9\nIndexError: index 7 is out',
+            1: "Traceback (most recent call last):\nRuntimeError: Connection closed by peer",
+        },
+        [(0, 1), (1, 1)],
+    )
+    got = rank_traceback(output, 0)
+    assert got == 'Traceback (most recent call last):\n  File "allreduce.py", line 9\nIndexError: index 7 is out', got
+    assert rank_traceback(output, 3) == ""
+
+
 def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()

@@ -79,6 +79,13 @@ def rank_output(output, rank):
     return "\n".join(re.sub(r"^\[rank\d+\]:\s?", "", line) for line in lines)
 
 
+def rank_traceback(output, rank):
+    """The last traceback one rank printed, its own lines only (no other rank's, no torchrun summary), or ""."""
+    text = rank_output(output, rank)
+    start = text.rfind("Traceback (most recent call last):")
+    return text[start:].strip() if start >= 0 else ""
+
+
 def last_error_line(text):
     """The last line that looks like 'SomeError: message' (a traceback's final line), or the C++
     exception that ended the process ('gloo::EnforceNotMet: ... collective mismatch ...')."""

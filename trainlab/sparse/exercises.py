@@ -10,6 +10,7 @@ what a dense all-reduce sends: a dense all-reduce gives the right sum, but it is
 all-reduce.
 """
 
+from trainlab.processes import torchrun_output
 from trainlab.checks.core import HarnessExercise, Incorrect, LearnerError, NotAttempted, TimedOut, same_text
 from trainlab.checks.corpus import CorrectAlternative, Edit, WrongFix
 from trainlab.sparse.labcheck import CASES, DENSITY, LARGE
@@ -231,15 +232,15 @@ class SparseLabExercise(HarnessExercise):
         if result.timed_out:
             raise TimedOut(f"the ranks did not finish ({result.error}): a collective some ranks never completed?")
         if measured is None:
-            raise LearnerError(result.error, result.output[-2000:])
+            raise LearnerError(result.error, _failed_rank_traceback(result))
         if not result.ok and "running" in measured:  # a rank died (or hung) inside this case
-            raise LearnerError(f"with {self.what[measured['running']]}: {result.error}", result.output[-2000:])
+            raise LearnerError(f"with {self.what[measured['running']]}: {result.error}", _failed_rank_traceback(result))
         for kind in self.what:  # every case the harness runs, in its order
             case = measured.get(kind)
             if case is None:
                 raise LearnerError(
                     f"the case with {self.what[kind]} never ran: the check's processes ended before it",
-                    result.output[-2000:],
+                    _failed_rank_traceback(result),
                 )
             if "error" in case:
                 raise LearnerError(f"with {self.what[kind]}: {case['error']}", case["traceback"])
@@ -262,3 +263,9 @@ class SparseLabExercise(HarnessExercise):
 
 
 EXERCISES = [SparseLabExercise(LAB, hints=HINTS, corpus=CORPUS, what=WHAT, cause_of_case=CAUSE_OF_CASE)]
+
+
+def _failed_rank_traceback(result):
+    """The failed rank's own last traceback (not every rank's output and torchrun's summary), else the output's end."""
+    rank = getattr(result, "failed_rank", None)
+    return (rank is not None and torchrun_output.rank_traceback(result.output, rank)) or result.output[-2000:]

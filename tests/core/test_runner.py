@@ -201,6 +201,8 @@ def test_a_failed_ranks_own_last_traceback_is_read_without_the_other_ranks_or_th
     got = rank_traceback(output, 0)
     assert got == 'Traceback (most recent call last):\n  File "allreduce.py", line 9\nIndexError: index 7 is out', got
     assert rank_traceback(output, 3) == ""
+    aborted = torchrun_output({0: "step 1\nwhat():  collective mismatch\nFatal Python error: Aborted"}, [(0, -6)])
+    assert rank_traceback(aborted, 0, lines=2) == "what():  collective mismatch\nFatal Python error: Aborted"
 
 
 def test_hanging_ranks_are_killed_at_the_time_limit(tmp_path):

@@ -79,11 +79,15 @@ def rank_output(output, rank):
     return "\n".join(re.sub(r"^\[rank\d+\]:\s?", "", line) for line in lines)
 
 
-def rank_traceback(output, rank):
-    """The last traceback one rank printed, its own lines only (no other rank's, no torchrun summary), or ""."""
+def rank_traceback(output, rank, lines=30):
+    """How one rank failed, in its own lines only (no other rank's, no torchrun summary): its last traceback, or
+    where none was printed (a native abort: the C++ error, Python's fault handler's stack) its last `lines` lines."""
     text = rank_output(output, rank)
     start = text.rfind("Traceback (most recent call last):")
-    return text[start:].strip() if start >= 0 else ""
+    if start >= 0:
+        return text[start:].strip()
+    kept = [line for line in text.strip().splitlines() if not line.startswith("Extension modules:")]  # the handler's
+    return "\n".join(kept[-lines:]).strip()
 
 
 def last_error_line(text):

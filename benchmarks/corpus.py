@@ -40,6 +40,17 @@ def judge(exercises, sources):
     return verdicts
 
 
+def judge_entries(entries):
+    """The Verdict of each whole-script entry ({"lab", "name", "source", ...}: a held-out set's), in order,
+    judged as `judge` judges a corpus."""
+    exercises = {e["lab"]: checks.get(e["lab"]) for e in entries}
+    sources = {x.name: {} for x in exercises.values()}
+    for e in entries:
+        sources[exercises[e["lab"]].name][e["name"]] = e["source"]
+    verdicts = judge(list(exercises.values()), sources)
+    return [verdicts[exercises[e["lab"]].name][e["name"]] for e in entries]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")

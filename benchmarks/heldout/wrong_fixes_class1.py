@@ -9,18 +9,15 @@ The entries are whole scripts (wrong_fixes_class1_entries.py: lab, name, expecte
 
 import argparse
 
+from benchmarks import corpus
 from benchmarks.common import table
 from benchmarks.heldout.wrong_fixes_class1_entries import ENTRIES
-from trainlab import checks
-from trainlab.checks.lab import judge_together
 
 
 def main(argv=None):
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    judged = judge_together([(checks.get(e["lab"]), e["name"], e["source"]) for e in ENTRIES])
     rows = []
-    for e in ENTRIES:
-        verdict, _ = judged[checks.get(e["lab"]).name][e["name"]]
+    for e, verdict in zip(ENTRIES, corpus.judge_entries(ENTRIES)):
         expected = verdict.passed if e["expected"] == "pass" else verdict.kind in ("incorrect", "error")
         rows.append(
             {

@@ -17,20 +17,13 @@ import torch
 from benchmarks import corpus
 from benchmarks.common import machine, table, write_result
 from benchmarks.heldout.wrong_fixes_issue45_entries import ENTRIES
-from trainlab import checks
 
 
 def main(argv=None):
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    exercises = list({e["lab"]: checks.get(e["lab"]) for e in ENTRIES}.values())
-    sources = {x.name: {} for x in exercises}
-    for e in ENTRIES:
-        sources[checks.get(e["lab"]).name][e["name"]] = e["source"]
     began = time.perf_counter()
-    verdicts = corpus.judge(exercises, sources)
     rows = []
-    for e in ENTRIES:
-        verdict = verdicts[checks.get(e["lab"]).name][e["name"]]
+    for e, verdict in zip(ENTRIES, corpus.judge_entries(ENTRIES)):
         wanted = verdict.passed if e["expected"] == "pass" else verdict.kind == "incorrect"
         rows.append(
             {

@@ -267,5 +267,5 @@ EXERCISES = [SparseLabExercise(LAB, hints=HINTS, corpus=CORPUS, what=WHAT, cause
 
 def _failed_rank_traceback(result):
     """The failed rank's own last traceback (not every rank's output and torchrun's summary), else the output's end."""
-    rank = getattr(result, "failed_rank", None)
+    rank = result.failed_rank
     return (rank is not None and torchrun_output.rank_traceback(result.output, rank)) or result.output[-2000:]

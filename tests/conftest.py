@@ -41,7 +41,8 @@ matplotlib.use("Agg")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # A worker's share of the cores for its torch and its children's (they inherit it): two workers each running
     # two intra-op threads on two cores wait on each other's spinning threads, and ran the suite 9% slower than
-    # one process (issue 43); a learner's machine that runs two things at once is the same case (child_threads).
+    # one process (issue 43); a learner's machine that runs two things at once is the same case
+    # (trainlab.processes.threads).
     from trainlab.processes.cores import usable_cores
 
     share = max(1, usable_cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))

@@ -48,6 +48,7 @@ class TrainConfig:
     max_steps: int = 0  # stop after this many steps (0: run all epochs); smoke runs and checks
     log_every: int = 25  # steps between host reads of the metrics
     seed: int = 0
+    threads: int = 0  # torch's intra-op threads for the run (0: the process's); notebooks pick by load (params)
 
 
 def smoke(cfg):
@@ -89,7 +90,20 @@ def evaluate(model, loader, precision="fp32"):
 
 
 def train(cfg=TrainConfig(), *, images=None, model=None, callback=None, progress=True):
-    """Train cfg.model on cfg.data; return a RunRecord. callback(record) runs at each log point."""
+    """Train cfg.model on cfg.data; return a RunRecord. callback(record) runs at each log point. cfg.threads, when
+    set, is torch's intra-op thread count for the run (the process's count is restored after); record.threads
+    says how many it used."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads or before)
+    try:
+        record = _train(cfg, images=images, model=model, callback=callback, progress=progress)
+    finally:
+        torch.set_num_threads(before)
+    record.threads = cfg.threads or before
+    return record
+
+
+def _train(cfg, *, images, model, callback, progress):
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
     torch.manual_seed(cfg.seed)

@@ -48,6 +48,7 @@ class RunRecord:
     model: str = ""
     parameters: int = 0
     wall_s: float = 0.0
+    threads: int = 0  # torch's intra-op threads on the CPU (one where other work kept the machine busy)
     stopped: str = ""  # why training ended early ("" when it ran to the end)
     versions: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)

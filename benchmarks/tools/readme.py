@@ -53,7 +53,8 @@ def reference_accuracy():
     return [
         (
             "reference loop, small CNN, 2 epochs on the synthetic set",
-            f"**{cnn['test accuracy %']}%** test accuracy ({cnn['precision']} autocast, ~{cnn['wall s']} s)",
+            f"**{cnn['test accuracy %']}%** test accuracy ({cnn['precision']} autocast, ~{cnn['wall s']} s on the idle "
+            "machine, no live plot)",
         ),
         ("same loop with shuffled labels", f"{shuffled['test accuracy %']}% (chance)"),
     ]

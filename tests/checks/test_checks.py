@@ -140,7 +140,7 @@ def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeyp
     """A room of learners checking at once: a budget (even one from a cached reference, timed when the machine
     was idle) grows with the runnable processes per core, and a variant stopped anyway says by how much."""
     from trainlab.checks import measure
-    from trainlab.processes import limits
+    from trainlab.processes import limits, threads
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # Linux only
     monkeypatch.setattr(limits, "_runnable_now", lambda: 0)
@@ -155,11 +155,12 @@ def test_a_loaded_machine_stretches_every_budget_by_its_load_and_says_so(monkeyp
     assert endless["status"] == "timeout" and "budget 0.5 s at load 4.0" in endless["error"], endless
     assert endless["error"].startswith("timed out after 2.") and time.perf_counter() - started < limits.seconds(60)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert measure.child_threads() == 1  # a busy machine: one thread a child, none spinning while it waits
-    monkeypatch.setattr(measure, "load_factor", lambda: 1.0)
-    assert measure.child_threads() == 2  # a free one: every core this process may use
+    monkeypatch.setattr(limits, "load", lambda: 4.0)
+    assert threads.now() == 1  # a busy machine: one thread a child, none spinning while it waits
+    monkeypatch.setattr(limits, "load", lambda: 1.0)
+    assert threads.now() == 2  # a free one: every core this process may use
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert measure.child_threads() == 1  # never more than the user asked for
+    assert threads.now() == 1  # never more than the user asked for
 
 
 def test_a_reference_run_is_served_from_the_cache_until_anything_it_depends_on_changes(tmp_path, monkeypatch):

@@ -45,8 +45,7 @@ import torch
 
 from trainlab import atomic, paths
 from trainlab.processes import runner
-from trainlab.processes import limits
-from trainlab.processes.cores import usable_cores
+from trainlab.processes import limits, threads
 from trainlab.workbook.display import working
 from trainlab.doctor import quick_experiments
 from trainlab.doctor.execute import execute
@@ -150,17 +149,6 @@ def load_factor():
     return limits.load()
 
 
-def child_threads():
-    """Torch threads for a measuring child: every core on a free machine (or OMP_NUM_THREADS if set lower), one
-    on a busy one (half again as many runnable processes as cores, as when a room of learners checks at once):
-    there each extra thread only waits for a core, and spins while it waits, so the same run costs several
-    times the CPU of one thread."""
-    cores = usable_cores()
-    given = os.environ.get("OMP_NUM_THREADS", "")
-    cores = min(cores, int(given)) if given.isdigit() and int(given) > 0 else cores
-    return 1 if load_factor() > 1.5 else cores
-
-
 def budget(variant, reports, timeout, slack_s=SLACK_S):
     """Seconds the variant may take: its own budget, scaled up by its reference's measured time."""
     seconds = variant.get("budget_s", timeout)
@@ -212,7 +200,7 @@ def _run_child(variants, done, device, timeout, stream, on_progress, max_train, 
             timeout=safety.seconds,
             stream=stream,
             watchdog=watchdog,
-            env={"OMP_NUM_THREADS": str(child_threads())},
+            env={"OMP_NUM_THREADS": str(threads.now())},
         )
         if on_progress is not None:
             _publish(progress, seen, on_progress)

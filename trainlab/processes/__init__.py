@@ -9,6 +9,7 @@
 - `cgroup.py`: this process's cgroup, CPU quota, memory limit and out-of-memory kill count;
 - `oom.py`: a child the out-of-memory killer stopped, said as such;
 - `limits.py`: the one time-limit policy - a budget stretched by the machine's speed and load, capped;
+- `threads.py`: how many torch threads to compute with now - one on a busy machine, where more only spin;
 - `busy.py`: a busy machine on purpose (two matmul loops per core), for the tests and the proof runs.
 
 Part of the core (`trainlab/__init__.py`): imports only the top-level base (paths, atomic).

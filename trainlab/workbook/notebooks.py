@@ -20,11 +20,11 @@ import argparse
 import re
 import sys
 
-import nbformat
-
 from trainlab import paths
 from trainlab.workbook import labs
 
+# nbformat is imported where it is used: its import pulls in jsonschema's format checkers, seconds of every
+# notebook's setup cell, and the kernels read only opens_after from here (trainlab.checks.locks)
 REPO, SOLUTIONS, NOTEBOOKS = paths.REPO, paths.SOLUTIONS, paths.NOTEBOOKS
 LAB_CELL = re.compile(r"^%%lab\s+(\S+)")
 GENERATED_TAG = "generated-notice"
@@ -86,6 +86,8 @@ def solution_version(nb):
 
 
 def learner_version(nb, solution_path):
+    import nbformat
+
     learner = nbformat.reads(nbformat.writes(nb), as_version=4)
     cells = []
     for cell in learner.cells:
@@ -112,11 +114,15 @@ def learner_version(nb, solution_path):
 
 
 def _text(nb):
+    import nbformat
+
     return nbformat.writes(nb) + "\n"
 
 
 def generate(write=True):
     """Regenerate every notebook; return the paths whose committed text differs."""
+    import nbformat
+
     stale = []
     for solution_path in sorted(SOLUTIONS.glob("*.ipynb")):
         committed = solution_path.read_text()

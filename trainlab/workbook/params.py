@@ -38,14 +38,18 @@ class Params:
         return replace(cfg, n_train=2_000, n_test=500) if self.smoke else cfg
 
     def train_config(self, **changes):
+        """The reference run's config for these parameters. Its thread count follows the machine's load now
+        (trainlab.processes.threads): on a CPU other work keeps busy, two intra-op threads spin waiting for a core -
+        the 00 baseline took 673 s and 152 CPU s on two beside the busy-machine harness, 120 s and 27 CPU s on one."""
         from trainlab.loop import TrainConfig, smoke
+        from trainlab.processes import threads
 
         cfg = TrainConfig(
             device=str(self.device),
             epochs=self.epochs,
             seed=self.seed,
             data=data.DataConfig(dataset=self.dataset),
-            **changes,
+            **{"threads": min(torch.get_num_threads(), threads.now()), **changes},
         )
         return smoke(cfg) if self.smoke else cfg
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from trainlab.workbook.display import while_working
+from trainlab.workbook.display import progress
 from trainlab.measurement import timing
 from trainlab.kernels import adamw, chain, cross_entropy, triton_env
 
@@ -150,7 +150,6 @@ def runnable(rung, device):
     return None
 
 
-@while_working("each kernel rung (eager, compiled, Triton, C++): validated, then timed")
 def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
     """Time every runnable rung of every op (scale 1: 16 MB activations, 8M-element AdamW; on a GPU
     use 4 for 64 MB); return (rows, copy bytes/s). Within an op the rungs are timed in
@@ -161,13 +160,14 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
     peak = timing.copy_bandwidth(device)
     flusher = timing.CacheFlusher(device)  # one buffer for every measurement
     rows = []
-    for op in OPS:
-        if ops and op.name not in ops:
-            continue
+    selected = [op for op in OPS if not ops or op.name in ops]
+    timed = sum(runnable(r, device) is None for op in selected for r in op.rungs)
+    bar = progress(total=timed * timing.ROUNDS, desc="each kernel rung (eager, compiled, Triton, C++), timed in rounds")
+    for op in selected:
         state = op.make(device, scale)
         nbytes = op.bytes(state)
         fns = {r: make(state) for r, make in op.rungs.items() if runnable(r, device) is None}
-        timings = timing.interleaved(fns, device=device, repeats=repeats, flush=flusher)
+        timings = timing.interleaved(fns, device=device, repeats=repeats, flush=flusher, tick=bar.update)
         base = timings[op.baseline].median if op.baseline in timings else None
         for rung in op.rungs:
             row = {"op": op.name, "rung": rung, "MB moved": nbytes / 1e6}
@@ -188,6 +188,7 @@ def run(device="cpu", scale=1, repeats=15, ops=None, on_row=None):
             if on_row:
                 on_row(row)
         del state, fns
+    bar.close()
     return rows, peak
 
 
@@ -228,7 +229,6 @@ def eager_op_count(fn, *args):
     return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None)
 
 
-@while_working("a ViT training step with each fused kernel against eager")
 def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
     """The ViT's training step (module 02's model) with each optimizer / loss combination, timed in
     interleaved rounds: what a kernel buys end to end, not in isolation."""
@@ -262,7 +262,8 @@ def end_to_end(device="cpu", impl=None, batch=64, repeats=15, dim=128, depth=4):
         steps[name] = step
         step()  # the gradients and the optimizer's state exist before anything is timed
         steps[(name, "optimizer")] = opt.step  # its optimizer alone, in the same rounds: its share of the step
-    timings = timing.interleaved(steps, device=device, repeats=repeats, flush=False)
+    with progress(total=timing.ROUNDS * len(steps), desc="each ViT step and its optimizer, timed in rounds") as bar:
+        timings = timing.interleaved(steps, device=device, repeats=repeats, flush=False, tick=bar.update)
     base = timings["eager (foreach AdamW)"].median
     return [
         {

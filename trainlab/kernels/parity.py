@@ -4,6 +4,7 @@ same batches - once with a fused kernel, once with the eager ops it replaces - a
 losses step by step and the final parameters.
 
     result = parity.compare("chain", steps=20)      # or "cross_entropy", "adamw"
+    control, rows = parity.compare_all(steps=20)   # the rounding control and every kernel, with a progress bar
     result["grad_error"], result["step_error"], result["max_loss_diff"], result["drift"]
 
 Each kernel is swapped in where it belongs: the chain as every MLP's `gelu((h + bias) * scale +
@@ -21,6 +22,7 @@ from torch import nn
 from trainlab.data import DataConfig, DeviceLoader, load_images
 from trainlab.kernels import adamw, chain, cross_entropy
 from trainlab.models import ModelConfig, build_model
+from trainlab.workbook.display import progress
 
 KERNELS = ("chain", "cross_entropy", "adamw")
 # fp32, 20 steps: a fused run may differ from eager by what rounding alone does - its drift at most
@@ -72,7 +74,7 @@ def build(kernel, fused, impl="cpp", width=64, depth=2, seed=0):
     return model, loss_fn, optimizer
 
 
-def train(kernel, fused, steps=20, batch=32, impl="cpp", micro_batches=1):
+def train(kernel, fused, steps=20, batch=32, impl="cpp", micro_batches=1, tick=None):
     if kernel not in KERNELS:
         raise ValueError(f"kernel={kernel!r}: choose one of {KERNELS}")
     model, loss_fn, optimizer = build(kernel, fused, impl)
@@ -99,6 +101,8 @@ def train(kernel, fused, steps=20, batch=32, impl="cpp", micro_batches=1):
         if step == CHECK_STEP:
             checked["update"] = {name: p.detach() - before[name] for name, p in model.named_parameters()}
         losses.append(loss)
+        if tick:
+            tick()
     return losses, {name: p.detach().clone() for name, p in model.named_parameters()}, checked
 
 
@@ -115,14 +119,14 @@ def drift(params, reference, start):
     return (apart / moved) ** 0.5
 
 
-def compare(kernel, steps=20, impl="cpp"):
+def compare(kernel, steps=20, impl="cpp", tick=None):
     """The fused run against the eager run: step CHECK_STEP's gradients and update (relative
     error, worst parameter), the losses step by step, the final parameters, and their drift -
     to be read beside `rounding_control`, which sets the scale of what rounding alone does."""
     if steps <= CHECK_STEP:
         raise ValueError(f"steps={steps}: parity compares step {CHECK_STEP}; run at least {CHECK_STEP + 1}")
-    fused_losses, fused_params, fused_checked = train(kernel, True, steps, impl=impl)
-    eager_losses, eager_params, eager_checked = train(kernel, False, steps, impl=impl)
+    fused_losses, fused_params, fused_checked = train(kernel, True, steps, impl=impl, tick=tick)
+    eager_losses, eager_params, eager_checked = train(kernel, False, steps, impl=impl, tick=tick)
     _, start, _ = train(kernel, False, 0, impl=impl)
     return {
         "kernel": kernel,
@@ -139,10 +143,18 @@ def compare(kernel, steps=20, impl="cpp"):
     }
 
 
-def rounding_control(steps=20):
+def rounding_control(steps=20, tick=None):
     """The drift between two correct eager runs that differ only in rounding: one backward over
     each batch against two backwards over its halves (the same gradient, summed in another order)."""
-    _, whole, _ = train("chain", False, steps)
-    _, halves, _ = train("chain", False, steps, micro_batches=2)
+    _, whole, _ = train("chain", False, steps, tick=tick)
+    _, halves, _ = train("chain", False, steps, micro_batches=2, tick=tick)
     _, start, _ = train("chain", False, 0)
     return drift(halves, whole, start)
+
+
+def compare_all(steps=20, impl="cpp"):
+    """The rounding control, then every kernel's comparison: (control drift, [compare rows]), under one progress bar
+    that counts the training steps (two runs of `steps` each)."""
+    with progress(total=2 * steps * (1 + len(KERNELS)), desc="fused and eager ViT runs, step by step") as bar:
+        control = rounding_control(steps, tick=bar.update)
+        return control, [compare(kernel, steps, impl, tick=bar.update) for kernel in KERNELS]

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from trainlab.models import ModelConfig, build_model
+from trainlab.workbook.display import progress
 
 OPERATOR_CATEGORIES = [  # first match wins
     ("optimizer", r"_foreach_|_fused_adam|lerp|addcdiv|addcmul"),  # and anything under optimizer.step()
@@ -85,13 +86,18 @@ def profile_step(model="vit", batch=64, steps=3, device="cpu", optimizer="adamw"
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     # repeat=1: without it the schedule can cycle and leave the trace empty
+    bar = progress(total=steps + 3, desc=f"{model} training steps under torch.profiler (2 unrecorded), then its events")
     with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=steps, repeat=1)) as prof:
         for _ in range(steps + 2):
             step()
             if device.type == "cuda":
                 torch.cuda.synchronize()
             prof.step()
-    return _summarise(prof.events(), steps, device)
+            bar.update()
+    summary = _summarise(prof.events(), steps, device)  # the bar's last count: reading the recorded events
+    bar.update()
+    bar.close()
+    return summary
 
 
 def _in_optimizer(event):

@@ -90,9 +90,13 @@ def measure(fn, *, device="cpu", warmup=3, repeats=20, flush=True, sync="device"
     return Timing(samples)
 
 
-def interleaved(fns, *, device="cpu", repeats=15, rounds=3, flush=True):
+ROUNDS = 3  # interleaved rounds of a timing
+
+
+def interleaved(fns, *, device="cpu", repeats=15, rounds=ROUNDS, flush=True, tick=None):
     """Time each of {name: fn} in `rounds` interleaved rounds (a machine that slows down part way
-    affects all of them alike); return {name: Timing} over all rounds' repetitions."""
+    affects all of them alike); return {name: Timing} over all rounds' repetitions. tick() runs after each of the
+    rounds x len(fns) timings (a progress bar's update)."""
     device = torch.device(device)
     flush = CacheFlusher(device) if flush is True else flush
     samples = {name: [] for name in fns}
@@ -101,6 +105,8 @@ def interleaved(fns, *, device="cpu", repeats=15, rounds=3, flush=True):
             samples[name] += measure(
                 fn, device=device, warmup=2, repeats=max(1, repeats // rounds), flush=flush
             ).samples
+            if tick:
+                tick()
     return {name: Timing(s) for name, s in samples.items()}
 
 

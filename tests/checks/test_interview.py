@@ -354,6 +354,23 @@ def test_a_prediction_hides_the_measurement_until_it_is_submitted(monkeypatch):
             predict.ask("test-bad", "y?").submit(bad)
 
 
+def test_the_prediction_widget_drops_its_pending_note_once_the_measurement_is_in(monkeypatch):
+    """Issue 47 item 6: 'The measurement appears beside it ...' stayed under the box after the measurement ran."""
+    from trainlab.workbook import predict
+
+    widgets = []
+    monkeypatch.setattr(predict, "show_widget", lambda widget, text: widgets.append(widget))
+    monkeypatch.setattr(predict, "say", lambda text: None)
+    guess = predict.ask("test-note", "x?", unit="x")
+    guess._ipython_display_()
+    box, button, note = widgets[0].children[1].children
+    box.value = "3"
+    button.click()
+    assert note.value == "Recorded: 3 x. The measurement appears beside it when the cell that measures it runs."
+    guess.reveal(4.0)
+    assert note.value == "Recorded: 3 x."
+
+
 def test_published_figures_have_sources_and_every_cited_one_exists():
     from trainlab.workbook import published
 

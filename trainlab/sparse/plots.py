@@ -3,6 +3,7 @@
 import matplotlib.pyplot as plt
 
 from trainlab.sparse import cost
+from trainlab.workbook.display import show_widget
 
 STYLE = {
     "dense": ("black", "-"),
@@ -50,22 +51,22 @@ def plot_sweep(sweep):
 
 
 def plot_bytes(D, N, density, overlap=0.0, measured=None):
-    """Bytes all ranks send for one reduction, per pattern, from the cost model (bars) and as
-    counted at run time where a measurement exists (dots)."""
+    """Bytes a rank sends for one reduction (all ranks' bytes over N), per pattern, from the cost model (bars) and
+    as counted at run time where a measurement exists (dots; measured: all ranks' bytes, as the sweep counts them)."""
     k = max(1, int(density * D))
     names = list(STYLE)
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.bar(
         names,
-        [cost.bytes_sent(n, D, k, N, overlap=overlap) / 2**20 for n in names],
+        [cost.bytes_sent(n, D, k, N, overlap=overlap) / N / 2**20 for n in names],
         color=[STYLE[n][0] for n in names],
         alpha=0.7,
         label="cost model",
     )
     if measured:
-        ax.scatter(list(measured), [v / 2**20 for v in measured.values()], color="red", zorder=3, label="counted")
+        ax.scatter(list(measured), [v / N / 2**20 for v in measured.values()], color="red", zorder=3, label="counted")
     ax.set(
-        ylabel="MiB sent (all ranks)",
+        ylabel="MiB sent per rank (mean)",
         yscale="log",
         title=f"D={D:,}, N={N}, density {100 * density:g}%, overlap {overlap:g}",
     )
@@ -97,7 +98,10 @@ def bytes_widget(D=1 << 24, sweep=None):
         display(plot_bytes(sweep["size"] if sweep else D, ranks, density, overlap, measured))
 
     out = w.interactive_output(draw, dict(density=density, ranks=ranks, overlap=overlap))
-    display(w.VBox([w.HBox([density, ranks, overlap]), out]))
+    show_widget(  # a headless run keeps a line, not the widget's repr
+        w.VBox([w.HBox([density, ranks, overlap]), out]),
+        "the cost model's bytes per rank and pattern, with sliders for density, ranks and overlap (JupyterLab)",
+    )
 
 
 def plot_crossover_vs_ranks(rows, measured=()):

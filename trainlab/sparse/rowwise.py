@@ -103,12 +103,13 @@ def train_one_process(steps, seed=0):
 
 def train_rowwise(ctx, steps, seed=0):
     """The same global batches, each rank a 1/N slice; returns losses (mean over ranks), this
-    rank's shard after training, counted bytes per step and distinct ids per rank per step."""
+    rank's shard after training, counted bytes per step, distinct ids per rank per step and the rows this rank
+    looked up per step for every rank, itself included (an owner's load: popular ids crowd the rank owning them)."""
     torch.manual_seed(seed)
     model = RowwiseBagClassifier(workload.BagClassifier(VOCAB), ctx.rank, ctx.world_size)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     share = BATCH // ctx.world_size
-    losses, sent, distinct = [], [], []
+    losses, sent, distinct, served = [], [], [], []
     for ids, labels in batches(steps):
         ids, labels = ids[ctx.rank * share : (ctx.rank + 1) * share], labels[ctx.rank * share : (ctx.rank + 1) * share]
         counter = accounting.CollectiveCounter()
@@ -126,7 +127,10 @@ def train_rowwise(ctx, steps, seed=0):
         losses.append(mean_loss.item() / ctx.world_size)
         sent.append(counter.summary(ctx.world_size)["send_bytes"])
         distinct.append(len(torch.unique(ids)))
-    return losses, model.shard.detach(), sent, distinct
+        asks = torch.bincount(owners(torch.unique(ids), model.rows_per_rank), minlength=ctx.world_size)
+        dist.all_reduce(asks)  # outside the counter: the rows each owner looked up for all ranks this step
+        served.append(int(asks[ctx.rank]))
+    return losses, model.shard.detach(), sent, distinct, served
 
 
 def main(argv=None):
@@ -135,11 +139,11 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args(argv)
     ctx = init("cpu", timeout_s=300)
-    losses, shard, sent, distinct = train_rowwise(ctx, args.steps)
+    losses, shard, sent, distinct, served = train_rowwise(ctx, args.steps)
     shards = [torch.empty_like(shard) for _ in range(ctx.world_size)]
     dist.all_gather(shards, shard)
     sent_all = [None] * ctx.world_size
-    dist.all_gather_object(sent_all, {"sent": sent, "distinct": distinct})
+    dist.all_gather_object(sent_all, {"sent": sent, "distinct": distinct, "served": served})
     if ctx.is_main:
         reference_losses, reference_table = train_one_process(args.steps)
         table = torch.cat(shards)[:VOCAB]

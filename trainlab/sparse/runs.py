@@ -6,6 +6,7 @@ crossover(sweep["rows"], "allgather")     # density where it stops beating dense
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 from trainlab.processes import runner
@@ -107,13 +108,22 @@ def rowwise_rows(run, ranks=(2, 8, 64)):
     return k, rows
 
 
-def crossover(rows, algorithm):
-    """Measured density where the pattern's time meets the dense all-reduce's (log-log
-    interpolation between the sweep's densities); inf if it never does, None if it is never faster."""
-    dense = {r["density"]: r["seconds"] for r in rows if r["algorithm"] == "dense"}
-    points = sorted(
-        (r["density"], math.log(r["seconds"] / dense[r["density"]])) for r in rows if r["algorithm"] == algorithm
-    )
+NOISY = 1.5  # the dense all-reduce's times across the sweep spread wider than this: no crossover can be read
+
+
+def dense_times(rows):
+    """The dense all-reduce's seconds at each density of the sweep. Its work does not depend on density, so how far
+    they spread is the run's own noise (under 1.3x on an idle 2-core machine; 4x with other work beside it)."""
+    return sorted(r["seconds"] for r in rows if r["algorithm"] == "dense")
+
+
+def crossover(rows, algorithm, dense_s=None):
+    """Measured density where the pattern's time meets the dense all-reduce's (log-log interpolation between the
+    sweep's densities); inf if it never does, None if it is never faster. dense_s: the dense time to meet (default:
+    the median of the dense times, which do not depend on density)."""
+    if dense_s is None:
+        dense_s = statistics.median(dense_times(rows))
+    points = sorted((r["density"], math.log(r["seconds"] / dense_s)) for r in rows if r["algorithm"] == algorithm)
     for (d1, r1), (d2, r2) in zip(points, points[1:]):
         if r1 < 0 <= r2:
             return math.exp(math.log(d1) + (0 - r1) / (r2 - r1) * (math.log(d2) - math.log(d1)))
@@ -121,8 +131,11 @@ def crossover(rows, algorithm):
 
 
 def crossover_table(sweep):
-    """Per sparse pattern: measured and modelled crossover density."""
+    """Per sparse pattern: measured and modelled crossover density, with the range the measured one spans when
+    the dense time is taken anywhere between its fastest and slowest reading ("low", "high"), and the run's noise
+    (the dense times' max / min; "readable" when it is at most NOISY)."""
     constants = cost.Constants(**sweep["constants"])
+    dense = dense_times(sweep["rows"])
     rows = []
     for name in SPARSE:
         measured = crossover(sweep["rows"], name)
@@ -132,11 +145,30 @@ def crossover_table(sweep):
                 "ranks": sweep["world_size"],
                 "algorithm": name,
                 "measured": measured,
+                "low": crossover(sweep["rows"], name, dense[0]),
+                "high": crossover(sweep["rows"], name, dense[-1]),
                 "model": modelled,
                 "ratio": modelled / measured if measured and math.isfinite(measured) else None,
+                "noise": dense[-1] / dense[0],
+                "readable": dense[-1] / dense[0] <= NOISY,
             }
         )
     return rows
+
+
+def pct_range(row):
+    """A measured crossover and the range it spans, e.g. '2.01% (1.50% to 2.90%)'."""
+    if row["low"] == row["high"]:
+        return pct(row["measured"])
+    return f"{pct(row['measured'])} ({pct(row['low'])} to {pct(row['high'])})"
+
+
+def within_measured(row):
+    """Whether the model's crossover lies inside the range the measurement spans ("never faster" is density 0)."""
+    if row["model"] is None:
+        return row["low"] is None
+    low, high = (0.0 if x is None else x for x in (row["low"], row["high"]))
+    return low <= row["model"] <= high
 
 
 RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

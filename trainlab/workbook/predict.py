@@ -21,7 +21,7 @@ class Prediction:
     def __init__(self, key, question, unit="", given=None):
         self.key, self.question, self.unit = key, question, unit
         self.value = None if given is None else float(given)
-        self.measured, self._then, self._area, self._later = None, None, None, []
+        self.measured, self._then, self._area, self._later, self._note = None, None, None, [], None
 
     def __repr__(self):  # headless: the question, and the prediction if one was given
         said = f"your prediction: {self.value:g} {self.unit}" if self.value is not None else "no prediction yet"
@@ -48,6 +48,8 @@ class Prediction:
     def reveal(self, measured, then=None):
         """The measurement, shown next to the prediction - or held until one is submitted."""
         self.measured, self._then = float(measured), then
+        if self._note is not None and self.value is not None:  # "appears when the cell runs" is no longer true
+            self._note.value = self._recorded()
         if self.value is not None:
             self._show()
         else:
@@ -61,6 +63,10 @@ class Prediction:
         else:
             self._later.append(show)
             say("*(shown once you submit your prediction above)*")
+
+    def _recorded(self):
+        pending = " The measurement appears beside it when the cell that measures it runs."
+        return f"Recorded: {self.value:g} {self.unit}." + ("" if self.measured is not None else pending)
 
     def comparison(self):
         off = (
@@ -99,16 +105,13 @@ class Prediction:
             layout=w.Layout(width="220px"),
         )
         button, self._area, note = w.Button(description="Submit", button_style="primary"), w.Output(), w.Label()
+        self._note = note
 
         def on_click(_):
             try:
                 self.submit(box.value)
                 button.disabled, box.disabled = True, True
-                note.value = f"Recorded: {self.value:g} {self.unit}." + (
-                    ""
-                    if self.measured is not None
-                    else " The measurement appears beside it when the cell that measures it runs."
-                )
+                note.value = self._recorded()
             except ValueError as exc:
                 note.value = str(exc)
 

@@ -1,5 +1,5 @@
 #| symptom: no-convergence
-#| report: the loss does not change at all; test accuracy is at chance (10%)
+#| report: the loss barely moves from its first value and never falls; test accuracy is at chance (10%)
 #| cause params-not-in-optimizer (optimizer): the optimizer is built, then the model is
 #|     re-created 'for a clean start': the optimizer still steps the first model's parameters,
 #|     and the model that is trained never changes.

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from trainlab.processes import runner, warmstart
+from trainlab.processes import limits, runner, warmstart
 
 pytestmark = pytest.mark.skipif(not warmstart.enabled(), reason="warm start is Linux-only or turned off")
 
@@ -31,9 +31,9 @@ def observed(result):
 
 
 def run_both(monkeypatch, **kwargs):
-    warm = runner.run_python(stream=False, timeout=60, **kwargs)
+    warm = runner.run_python(stream=False, timeout=limits.limit(60), **kwargs)
     monkeypatch.setenv("TRAINLAB_WARM_START", "0")
-    cold = runner.run_python(stream=False, timeout=60, **kwargs)
+    cold = runner.run_python(stream=False, timeout=limits.limit(60), **kwargs)
     monkeypatch.delenv("TRAINLAB_WARM_START")
     return warm, cold
 
@@ -107,15 +107,17 @@ time.sleep(20)
 def test_a_child_lost_with_its_fork_server_says_so_and_the_next_child_gets_a_new_server():
     """multiprocessing reports exit code 255 when the fork server dies (the OOM killer's usual pick in a
     crowded room: it holds torch): the error names the server, not a bare code; the next run starts one."""
-    lost = runner.run_python(source=KILL_MY_FORK_SERVER, stream=False, timeout=60)
-    assert lost.returncode == 255 and lost.wall_s < 15, lost
+    lost = runner.run_python(source=KILL_MY_FORK_SERVER, stream=False, timeout=limits.limit(60))
+    assert lost.returncode == 255 and lost.wall_s < limits.seconds(15), lost
     assert "warm-start server that forked it" in lost.error and "killed" in lost.error, lost.error
     pid = int(lost.output.split("child ")[1].split()[0])
     deadline = time.monotonic() + 5  # SIGKILL is delivered, not instant
     while process_state(pid) not in ("gone", "Z") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process_state(pid) in ("gone", "Z"), process_state(pid)  # the orphaned child was killed too
-    again = runner.run_python(source="import sys; print('torch' in sys.modules)", stream=False, timeout=60)
+    again = runner.run_python(
+        source="import sys; print('torch' in sys.modules)", stream=False, timeout=limits.limit(60)
+    )
     assert again.ok and again.output.strip() == "True", again.output
 
 
@@ -135,7 +137,7 @@ def test_the_output_file_is_removed_after_the_child(tmp_path, monkeypatch):
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
-    result = runner.run_python(source="print('done')", timeout=30, stream=False)
+    result = runner.run_python(source="print('done')", timeout=limits.limit(30), stream=False)
     assert result.ok and "done" in result.output
     assert not [p for p in os.listdir(tmp_path) if p.startswith("trainlab-child-")]
 
@@ -158,7 +160,9 @@ def test_torchruns_ranks_are_forked_warm_and_fail_as_fresh_ones(tmp_path, monkey
     script.write_text(RANK_PROBE)
 
     def launch():
-        result = runner.run_distributed(script, nproc=2, args=["a b"], timeout=60, stream=False, cwd=tmp_path)
+        result = runner.run_distributed(
+            script, nproc=2, args=["a b"], timeout=limits.limit(60), stream=False, cwd=tmp_path
+        )
         probes = sorted(
             (
                 json.loads(line.split(":", 1)[1])
@@ -189,5 +193,7 @@ def test_a_child_whose_import_time_environment_differs_from_the_servers_starts_f
     server_value = os.environ.get("TRITON_INTERPRET")
     assert warmstart.agrees(None)
     other = "0" if server_value == "1" else "1"
-    result = runner.run_python(source=source, env={**os.environ, "TRITON_INTERPRET": other}, stream=False, timeout=60)
+    result = runner.run_python(
+        source=source, env={**os.environ, "TRITON_INTERPRET": other}, stream=False, timeout=limits.limit(60)
+    )
     assert result.output.split() == ["False", other]  # triton's @jit decided at the server's import: not forked

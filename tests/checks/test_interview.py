@@ -532,3 +532,20 @@ def test_a_reading_with_no_gradient_says_so_rather_than_zero_of_zero():
     reading = investigate.EXPERIMENTS["layer-gradients"].read({"grad_stats": stats, "dead_relu": [0.1]})
     assert reading.startswith("no parameter held a gradient when the 3 first steps were inspected"), reading
     assert "0 of 0" not in reading
+
+
+def test_the_workbooks_doctor_report_names_the_lab_not_its_annotated_file(monkeypatch):
+    """Issue 47's second walk: the report of a lab's run began 'trainlab doctor: ../repo/labs/debugging/nc_2.py', the
+    repository's copy with the cause and fix markers; it names the lab instead."""
+    import types
+
+    from trainlab.workbook import labs
+
+    ran = []
+    monkeypatch.setattr(investigate, "_RUNS", {})
+    monkeypatch.setattr(
+        investigate, "_examine", lambda script, *a, **k: ran.append(script) or types.SimpleNamespace(script=str(script))
+    )
+    report = investigate.instrumented_run("nc_2")
+    assert ran == [labs.path("debugging/nc_2")]  # the run itself is of the lab as shipped
+    assert report.script == "debugging/nc_2 (as shipped)"

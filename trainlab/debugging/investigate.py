@@ -381,7 +381,11 @@ def instrumented_run(lab):
     """The doctor's Report of the lab as shipped, every quick experiment included (cached)."""
     name = labs.resolve(lab)
     if name not in _RUNS:
-        _RUNS[name] = _examine(labs.path(name), name, f"{name} as shipped", "every experiment")
+        report = _examine(labs.path(name), name, f"{name} as shipped", "every experiment")
+        # named by the lab, not by its file: the repository's copy carries the cause and fix markers the learner's
+        # clean copy does not, so a path to it would point the learner at the answer
+        report.script = f"{name} (as shipped)"
+        _RUNS[name] = report
     return _RUNS[name]
 
 

@@ -21,10 +21,9 @@ from trainlab.paths import BUILD, NOTEBOOKS, REPO, SOLUTIONS
 from trainlab.processes import limits
 
 OUT = BUILD / ("executed" if os.environ.get("TRAINLAB_TEST_DEVICE", "cpu").startswith("cuda") else "notebooks")
-CELL_TIMEOUT = (
-    240  # a cell's budget on the shares' machine, idle (stretched by the one policy, trainlab.processes.limits);
-)
-# the slowest cell under `make test` takes about a minute
+# a cell's budget on the shares' machine, idle, stretched by the one policy (trainlab.processes.limits); the slowest
+# cell under `make test` takes about a minute
+CELL_TIMEOUT = 240
 SETUP_CELL = """# added by the tests in place of the cells that match the solution notebook
 import trainlab
 %load_ext trainlab.checks

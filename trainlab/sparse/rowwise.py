@@ -126,8 +126,9 @@ def train_rowwise(ctx, steps, seed=0):
         dist.all_reduce(mean_loss)
         losses.append(mean_loss.item() / ctx.world_size)
         sent.append(counter.summary(ctx.world_size)["send_bytes"])
-        distinct.append(len(torch.unique(ids)))
-        asks = torch.bincount(owners(torch.unique(ids), model.rows_per_rank), minlength=ctx.world_size)
+        wanted = torch.unique(ids)
+        distinct.append(len(wanted))
+        asks = torch.bincount(owners(wanted, model.rows_per_rank), minlength=ctx.world_size)
         dist.all_reduce(asks)  # outside the counter: the rows each owner looked up for all ranks this step
         served.append(int(asks[ctx.rank]))
     return losses, model.shard.detach(), sent, distinct, served

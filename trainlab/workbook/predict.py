@@ -48,9 +48,9 @@ class Prediction:
     def reveal(self, measured, then=None):
         """The measurement, shown next to the prediction - or held until one is submitted."""
         self.measured, self._then = float(measured), then
-        if self._note is not None and self.value is not None:  # "appears when the cell runs" is no longer true
-            self._note.value = self._recorded()
         if self.value is not None:
+            if self._note is not None:  # its "appears when the cell runs" is no longer true
+                self._note.value = self._recorded()
             self._show()
         else:
             say(f'*Submit your prediction for "{self.question}" above: the measured value appears there.*')
